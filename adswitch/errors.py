@@ -1,0 +1,46 @@
+"""The exceptions adswitch raises. Every message says what went wrong *and* the fix.
+
+Each class also derives from the builtin exception a Python user would expect
+(``TypeError`` for a wrong argument kind, ``ValueError`` for a wrong value...), so
+``except ValueError`` keeps working in code that does not know adswitch.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdswitchError",
+    "ActivityError",
+    "OutputError",
+    "MutationError",
+    "AliasingError",
+    "BackendUnavailableError",
+    "UnsupportedError",
+]
+
+
+class AdswitchError(Exception):
+    """Base class of every error adswitch raises on purpose."""
+
+
+class ActivityError(AdswitchError, TypeError):
+    """An argument's activity (``Duplicated``/``Const``/plain/``Active``) cannot be honoured."""
+
+
+class OutputError(AdswitchError, ValueError):
+    """The differentiated function returned something that is not a real scalar loss."""
+
+
+class MutationError(AdswitchError, RuntimeError):
+    """An in-place write would make a recorded gradient wrong."""
+
+
+class AliasingError(AdswitchError, ValueError):
+    """Two distinct differentiable leaves share memory, so their gradients are ambiguous."""
+
+
+class BackendUnavailableError(AdswitchError, ImportError):
+    """The selected engine is not installed or failed to load; the message carries the install command."""
+
+
+class UnsupportedError(AdswitchError, NotImplementedError):
+    """The engine does not support this operation or case (and declared so)."""

@@ -1,0 +1,65 @@
+"""What kind of leaf a value is: differentiable or not, and where its memory comes from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["is_float_dtype", "is_differentiable", "is_array", "memory_root", "describe"]
+
+
+def is_float_dtype(dtype: Any) -> bool:
+    """Real floating dtypes of numpy, torch, jax (and tracers that carry one)."""
+    kind = getattr(dtype, "kind", None)
+    if kind is not None:
+        return kind == "f" or getattr(dtype, "name", "") == "bfloat16"
+    return bool(getattr(dtype, "is_floating_point", False)) and not bool(
+        getattr(dtype, "is_complex", False)
+    )
+
+
+def is_complex_dtype(dtype: Any) -> bool:
+    kind = getattr(dtype, "kind", None)
+    if kind is not None:
+        return bool(kind == "c")
+    return bool(getattr(dtype, "is_complex", False))
+
+
+def is_array(x: Any) -> bool:
+    """An array of any kind (numpy, engine arrays, traced values), not a Python scalar."""
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (float, int))
+
+
+def is_differentiable(x: Any) -> bool:
+    """Floating arrays and Python floats (including numpy float scalars)."""
+    if isinstance(x, float):
+        return True
+    if isinstance(x, (bool, int, str, bytes)) or x is None:
+        return False
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and hasattr(x, "shape") and is_float_dtype(dtype)
+
+
+def memory_root(x: Any) -> Any:
+    """The array owning ``x``'s memory (numpy ``.base`` / torch ``._base`` chains)."""
+    if isinstance(x, np.ndarray):
+        while isinstance(x.base, np.ndarray):
+            x = x.base
+        return x
+    base = getattr(x, "_base", None)
+    while base is not None:
+        x, base = base, getattr(base, "_base", None)
+    return x
+
+
+def describe(x: Any) -> str:
+    """A short description of a value for error messages."""
+    shape = getattr(x, "shape", None)
+    dtype = getattr(x, "dtype", None)
+    name = f"{type(x).__module__.partition('.')[0]}.{type(x).__qualname__}"
+    if shape is not None and dtype is not None:
+        return f"{name} of shape {tuple(shape)} and dtype {dtype}"
+    if isinstance(x, (int, float, complex, bool, str)) or x is None:
+        return f"{type(x).__name__} {x!r}"
+    return name

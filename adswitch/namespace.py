@@ -1,0 +1,67 @@
+"""``array_namespace``: the Array API namespace for whatever arrays these are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from adswitch.errors import AdswitchError
+from adswitch.registry import default_registry
+from adswitch.spec import Backend
+
+__all__ = ["array_namespace"]
+
+_SCALARS = (int, float, complex, bool, type(None))
+
+
+def array_namespace(*arrays: Any) -> Any:
+    """The Array API namespace for ``arrays`` -- numpy arrays, engine arrays, or the traced
+    values an engine passes to a function being differentiated.
+
+    Python scalars and ``None`` are ignored; numpy arrays mixed with one engine's arrays
+    give that engine's namespace (numpy constants are allowed in traced expressions); with
+    only numpy arrays (or none) the result is ``numpy`` itself (numpy >= 2.1 follows the
+    standard).
+
+    Args:
+        *arrays: the arrays whose namespace is wanted.
+
+    Returns:
+        A module-like namespace (``xp``) with the standard's functions.
+
+    Raises:
+        AdswitchError: arrays of two different engines are mixed, or an array's type
+            belongs to no installed engine.
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> def f(x):
+        ...     xp = ad.array_namespace(x)
+        ...     return xp.sum(xp.sin(x) * x)
+        >>> float(f(np.zeros(3)))
+        0.0
+    """
+    owner: Backend | None = None
+    registry = None
+    for x in arrays:
+        if isinstance(x, (np.ndarray, np.generic, *_SCALARS)):
+            continue
+        if registry is None:
+            registry = default_registry()
+        found = registry.owner(x)
+        if found is None:
+            raise AdswitchError(
+                f"no installed engine owns arrays of type {type(x).__module__}."
+                f"{type(x).__qualname__}; installed engines: {', '.join(registry.names())}. "
+                "Install the engine's plugin (e.g. pip install \"adswitch[torch]\")."
+            )
+        if owner is not None and found is not owner:
+            raise AdswitchError(
+                f"array_namespace got arrays of engines {owner.name!r} and {found.name!r}; "
+                "convert them to one kind first."
+            )
+        owner = found
+    if owner is None:
+        return np
+    return owner.namespace(arrays)

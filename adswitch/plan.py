@@ -1,0 +1,238 @@
+"""The bookkeeping of one call, done once before any engine runs.
+
+A :class:`Plan` unwraps the activity of each argument, flattens every argument tree
+into *unique* leaves (a tied array is one leaf), decides which leaves are active,
+and checks everything that can be checked before ``f`` runs: shadows against their
+values, ties against activity, overlapping memory. Every error names the argument
+by key path and says the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adswitch import trees
+from adswitch.activity import Active, Const, Duplicated
+from adswitch.errors import ActivityError, AliasingError, UnsupportedError
+from adswitch.leaves import describe, is_array, is_complex_dtype, is_differentiable, memory_root
+from adswitch.shadow import check_shadow_leaf, float_slot
+from adswitch.spec import Backend
+
+__all__ = ["Plan", "PLAIN", "CONST", "DUPLICATED"]
+
+PLAIN, CONST, DUPLICATED = 0, 1, 2
+_KIND_NAMES = ("plain", "Const", "Duplicated")
+_SCALAR_TYPES = (float, int, bool, str, bytes, complex, type(None))
+
+
+class ArgPlan:
+    """One positional argument: its activity, structure, and which unique leaf each
+    of its leaves is."""
+
+    __slots__ = ("dval", "kind", "leaf_ids", "shadow_leaves", "treedef", "val")
+
+    def __init__(self, kind: int, val: Any, dval: Any, treedef: trees.TreeDef) -> None:
+        self.kind = kind
+        self.val = val
+        self.dval = dval
+        self.treedef = treedef
+        self.leaf_ids: list[int] = []
+        self.shadow_leaves: list[Any] = []
+
+
+class Plan:
+    """Everything the front end knows about a call before the engine runs."""
+
+    def __init__(self, args: Sequence[Any]) -> None:
+        self.args: list[ArgPlan] = []
+        self.leaves: list[Any] = []  # unique leaves
+        self.active: list[bool] = []
+        # first (argument, position) where each unique leaf occurs, for results and errors
+        self.first: list[tuple[int, int]] = []
+        self.kinds: list[int] = []  # activity of the argument of the first occurrence
+        index_of: dict[int, int] = {}
+        # across all Duplicated arguments: unique leaf -> id of its shadow, and back
+        self._shadow_of: dict[int, int] = {}
+        self._owner_of_shadow: dict[int, int] = {}
+        leaves, active, first, kinds = self.leaves, self.active, self.first, self.kinds
+        for a, arg in enumerate(args):
+            kind, val, dval = self._unwrap(a, arg)
+            flat, treedef = trees.flatten(val)
+            plan = ArgPlan(kind, val, dval, treedef)
+            ids = plan.leaf_ids
+            for j, leaf in enumerate(flat):
+                if isinstance(leaf, _SCALAR_TYPES):
+                    u = -1
+                else:
+                    u = index_of.get(id(leaf), -1)
+                if u < 0:
+                    u = len(leaves)
+                    if not isinstance(leaf, _SCALAR_TYPES):
+                        index_of[id(leaf)] = u
+                    leaves.append(leaf)
+                    active.append(kind != CONST and is_differentiable(leaf))
+                    first.append((a, j))
+                    kinds.append(kind)
+                elif kinds[u] != kind and is_differentiable(leaf):
+                    self._tie_conflict(u, a, j, kind)
+                ids.append(u)
+            self.args.append(plan)
+        if not any(active):
+            self._nothing_active(args)
+        for a, plan in enumerate(self.args):
+            if plan.kind == DUPLICATED:
+                self._check_shadow(a, plan)
+        self._check_complex()
+
+    # -- unwrapping ---------------------------------------------------------------------
+    @staticmethod
+    def _unwrap(a: int, arg: Any) -> tuple[int, Any, Any]:
+        if isinstance(arg, Duplicated):
+            return DUPLICATED, arg.val, arg.dval
+        if isinstance(arg, Const):
+            return CONST, arg.val, None
+        if isinstance(arg, Active):
+            raise ActivityError(
+                f"args[{a}] is Active(...), which adswitch does not use: pass the value plain "
+                "to get its gradient returned, or Duplicated(x) to have it added into a shadow."
+            )
+        return PLAIN, arg, None
+
+    def path(self, a: int, j: int) -> str:
+        return trees.leaf_path(self.args[a].treedef, f"args[{a}]", j)
+
+    # -- checks ---------------------------------------------------------------------------
+    def _tie_conflict(self, u: int, a: int, j: int, kind: int) -> None:
+        fa, fj = self.first[u]
+        raise ActivityError(
+            f"the same array is passed as {_KIND_NAMES[self.kinds[u]]} at {self.path(fa, fj)} "
+            f"and as {_KIND_NAMES[kind]} at {self.path(a, j)}, so its gradient has no single "
+            "destination. Pass it once, or pass a copy (x.copy()) where it must differ."
+        )
+
+    def _nothing_active(self, args: Sequence[Any]) -> None:
+        if not args:
+            raise ActivityError("gradient needs at least one argument to differentiate.")
+        if all(p.kind == CONST for p in self.args):
+            raise ActivityError(
+                "nothing to differentiate: every argument is Const. Pass the arguments you "
+                "want gradients for plain (or as Duplicated)."
+            )
+        for a, plan in enumerate(self.args):
+            if plan.kind == DUPLICATED:
+                self._no_float_in_duplicated(a, plan)
+        raise ActivityError(
+            "nothing to differentiate: no argument holds a floating array or a Python float "
+            f"(got {', '.join(describe(p.val) for p in self.args)}). Convert integer data with "
+            "x.astype(float) or np.asarray(x, dtype=float)."
+        )
+
+    def _no_float_in_duplicated(self, a: int, plan: ArgPlan) -> None:
+        raise ActivityError(
+            f"args[{a}] is Duplicated({describe(plan.val)}), which has no floating array leaf "
+            "for a shadow to be written into in place. Pass it plain to get its gradient "
+            "returned (Python floats are differentiated that way), or store it as an array."
+        )
+
+    def _check_shadow(self, a: int, plan: ArgPlan) -> None:
+        if not any(self.active[u] and is_array(self.leaves[u]) for u in plan.leaf_ids):
+            self._no_float_in_duplicated(a, plan)
+        shadow_leaves, shadow_def = trees.flatten(plan.dval)
+        if shadow_def != plan.treedef:
+            where = trees.describe_mismatch(plan.treedef, shadow_def, f"args[{a}]")
+            raise ActivityError(
+                f"args[{a}]: dval does not have val's structure ({where}). Build the shadow "
+                "with ad.make_zero(val), or pass Duplicated(val) to have one made."
+            )
+        owner_of_shadow = self._owner_of_shadow
+        shadow_of = self._shadow_of
+        value_ids = {id(leaf) for leaf in self.leaves if not isinstance(leaf, _SCALAR_TYPES)}
+        for j, (u, shadow) in enumerate(zip(plan.leaf_ids, shadow_leaves)):
+            if not self.active[u]:
+                continue
+            leaf = self.leaves[u]
+            check_shadow_leaf(leaf, shadow, self.path(a, j))
+            if isinstance(leaf, float):
+                float_slot(plan.dval, shadow_def, j, self.path(a, j))
+                continue
+            if id(shadow) in value_ids:
+                raise ActivityError(
+                    f"dval at {self.path(a, j)} is one of the arguments' own arrays; writing "
+                    "gradients there would overwrite parameters. Use ad.make_zero(val)."
+                )
+            previous = shadow_of.setdefault(u, id(shadow))
+            if previous != id(shadow):
+                raise ActivityError(
+                    f"one array is tied at several places but the shadows there differ (see "
+                    f"{self.path(a, j)}); build the shadows with ad.make_zero of the whole "
+                    "structure so that a tied parameter has one shadow."
+                )
+            other = owner_of_shadow.setdefault(id(shadow), u)
+            if other != u:
+                raise AliasingError(
+                    f"dval uses one array for two distinct parameters (at {self.path(a, j)}); "
+                    "their gradients would be summed. Build the shadow with ad.make_zero(val)."
+                )
+        plan.shadow_leaves = shadow_leaves
+
+    def _check_complex(self) -> None:
+        for u, leaf in enumerate(self.leaves):
+            if self.kinds[u] != CONST and is_array(leaf) and is_complex_dtype(leaf.dtype):
+                raise UnsupportedError(
+                    f"{self.path(*self.first[u])} is a complex array; adswitch differentiates "
+                    "real functions of real inputs. Split it into real and imaginary parts, or "
+                    "pass it as Const."
+                )
+            if isinstance(leaf, complex) and self.kinds[u] != CONST:
+                raise UnsupportedError(
+                    f"{self.path(*self.first[u])} is a complex number; pass it as Const or "
+                    "split it into real and imaginary parts."
+                )
+
+    def check_overlap(self, engine: Backend) -> None:
+        """Distinct active arrays must not share memory (a view and its base)."""
+        groups: dict[int, list[int]] = {}
+        for u, leaf in enumerate(self.leaves):
+            if self.active[u] and not isinstance(leaf, float):
+                groups.setdefault(id(memory_root(leaf)), []).append(u)
+        for members in groups.values():
+            for i, u in enumerate(members):
+                for v in members[i + 1 :]:
+                    a, b = self.leaves[u], self.leaves[v]
+                    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+                        overlap = bool(np.shares_memory(a, b))
+                    else:
+                        overlap = engine.may_alias(a, b)
+                    if overlap:
+                        self._overlap_error(u, v)
+
+    def _overlap_error(self, u: int, v: int) -> None:
+        raise AliasingError(
+            f"{self.path(*self.first[u])} and {self.path(*self.first[v])} are distinct arrays "
+            "that share memory (a view and its base), so a gradient for each is ambiguous. "
+            "Pass the base array once and take the view inside f, or pass a copy (x.copy())."
+        )
+
+    # -- for compiling engines ------------------------------------------------------------
+    def cache_key(self, f: Any) -> Hashable | None:
+        """Equal for calls of the same ``f`` on the same structure, ties, activity and
+        non-array leaf values; ``None`` when something is unhashable."""
+        static = tuple(
+            (u, type(leaf), leaf)
+            for u, leaf in enumerate(self.leaves)
+            if not self.active[u] and not is_array(leaf)
+        )
+        key = (
+            f,
+            tuple((p.kind, p.treedef, tuple(p.leaf_ids)) for p in self.args),
+            tuple(self.active),
+            static,
+        )
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key

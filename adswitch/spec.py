@@ -1,0 +1,273 @@
+"""The whole engine contract: what a plugin author implements, in one file.
+
+An engine plugin is a module (or object) registered under the entry-point group
+``adswitch.backends`` that implements the one hook :func:`adswitch_backend`, returning
+an object that follows :class:`Backend`. Subclass :class:`BackendBase` to inherit the
+defaults for numpy arrays. The plugin module must not import its engine at the top:
+``import adswitch`` and ``adswitch.backends()`` load every plugin module, and an
+engine that is not installed must only make its own backend *unavailable*.
+
+What the front end does for you, once, before the engine sees anything:
+    * unwraps ``Duplicated``/``Const``/plain arguments and flattens every argument
+      tree into leaves, with one leaf per *unique* object (a tied array appears once);
+    * marks which leaves are active (differentiable: floating arrays and Python
+      floats of non-``Const`` arguments);
+    * checks shadows against their values, overlapping memory, the output's shape;
+    * writes gradients into ``Duplicated`` shadows only after the engine has
+      succeeded (through :meth:`Backend.add_into`), so an error loses nothing.
+
+What the engine does: :meth:`Backend.value_and_grad` -- run ``fn`` on traced
+versions of the active leaves and return the concrete outputs plus one gradient per
+active leaf. That is the whole job.
+
+Example (a finite-difference engine; see ``examples/`` for a complete plugin)::
+
+    class MyBackend(BackendBase):
+        name = "mine"
+        install_hint = 'pip install "adswitch-mine"'
+        def version(self) -> str:
+            return "1.0"
+        def value_and_grad(self, fn, leaves, active, info):
+            loss, out = fn(leaves)
+            grads = [numeric_gradient(fn, leaves, i) if a else None
+                     for i, a in enumerate(active)]
+            return out, grads
+
+    @hookimpl
+    def adswitch_backend() -> Backend:
+        return MyBackend()
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import pluggy
+
+__all__ = [
+    "PROJECT",
+    "ENTRY_POINT_GROUP",
+    "hookspec",
+    "hookimpl",
+    "Capabilities",
+    "CallInfo",
+    "LossFn",
+    "Backend",
+    "BackendBase",
+    "adswitch_backend",
+]
+
+PROJECT = "adswitch"
+ENTRY_POINT_GROUP = "adswitch.backends"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine declares it can do. The conformance runner reads these to tell
+    "unsupported, as declared" (the engine raised the documented error for a case that
+    needs a capability it lacks) from a failure.
+
+    Attributes:
+        nested: gradients of gradients to any depth (``gradient`` called inside ``f``).
+        mutation: in-place writes on traced arrays (``x[i] = v``, ``x += y``) give the
+            gradient finite differences give. Without it the engine must raise
+            ``MutationError``/``UnsupportedError`` naming the operation -- never a wrong number.
+        fresh_buffer_writes: writes of traced values into a buffer created inside ``f``
+            (``buf = xp.zeros_like(x); buf[...] = s``) are differentiated.
+        devices: device kinds the engine computes on (``"cpu"``, ``"cuda"``, ...).
+        dtypes: floating dtypes the engine differentiates.
+        array_kinds: kinds of input arrays it accepts (``"numpy"``, ``"torch"``, ``"jax"``).
+        compiles: repeated calls reuse a compiled program (a cache keyed by ``CallInfo.cache_key``).
+    """
+
+    nested: bool = False
+    mutation: bool = False
+    fresh_buffer_writes: bool = False
+    devices: tuple[str, ...] = ("cpu",)
+    dtypes: tuple[str, ...] = ("float32", "float64")
+    array_kinds: tuple[str, ...] = ("numpy",)
+    compiles: bool = False
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """Facts about one differentiation call, passed to :meth:`Backend.value_and_grad`.
+
+    Attributes:
+        depth: how many differentiations on this same engine enclose this call
+            (0 at top level). An engine that must build a differentiable backward pass
+            for an outer call (torch's ``create_graph``) does so exactly when ``depth > 0``.
+        cache_key: a hashable that is equal for two calls exactly when they call the
+            same user function on arguments of the same tree structure, ties and
+            activity -- everything except the leaves' values, shapes and dtypes, which
+            the engine adds itself. ``None`` when the function cannot be keyed (then do
+            not cache).
+        entry: ``"gradient"`` or ``"withgradient"`` (an engine may skip concretizing outputs
+            the caller will not see; the default is to treat both alike).
+    """
+
+    depth: int = 0
+    cache_key: Hashable | None = None
+    entry: str = "withgradient"
+
+
+LossFn = Callable[[Sequence[Any]], tuple[Any, list[Any]]]
+"""``fn(leaves) -> (loss, out_leaves)``.
+
+Built by the front end. Called with one value per leaf (traced values at the active
+positions, the leaves themselves -- or the engine's constant version of them --
+elsewhere), it rebuilds the user's arguments (tied positions share one value), calls
+the user's function, checks the output and returns ``loss`` (the 0-d value to
+differentiate, possibly a Python float) and ``out_leaves`` (the flat leaves of the whole
+output, the loss among them; arrays, traced values, strings, anything). Exceptions
+raised by the user's function propagate unchanged; let them through.
+"""
+
+
+class Backend(Protocol):
+    """The object an engine plugin returns from :func:`adswitch_backend`.
+
+    Attributes:
+        name: the engine's name, used by ``backend=``, ``ad.use`` and ``ADSWITCH_BACKEND``.
+        install_hint: the exact command that installs the engine,
+            e.g. ``'pip install "adswitch[torch]"'``.
+        capabilities: see :class:`Capabilities`.
+        array_modules: top-level module names whose array types belong to this engine
+            (``("torch",)``, ``("jax", "jaxlib")``); the front end uses them to pick the
+            engine from the arguments' types without importing anything.
+    """
+
+    name: str
+    install_hint: str
+    capabilities: Capabilities
+    array_modules: tuple[str, ...]
+
+    def version(self) -> str:
+        """Return the engine's version. Raise ``BackendUnavailableError`` (carrying
+        ``install_hint``) when the engine is missing. Must be cheap: prefer
+        ``importlib.metadata`` to importing the engine."""
+        ...
+
+    def owns(self, value: Any) -> bool:
+        """Whether ``value`` is an array or traced value of this engine. Never import the
+        engine here: look its module up in ``sys.modules``."""
+        ...
+
+    def namespace(self, arrays: Sequence[Any]) -> Any:
+        """The Array API namespace for ``arrays`` (some owned by this engine, the others
+        numpy arrays or Python scalars)."""
+        ...
+
+    def value_and_grad(
+        self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], list[Any | None]]:
+        """Differentiate ``fn``'s loss with respect to the active leaves.
+
+        Args:
+            fn: the front end's closure, see :data:`LossFn`.
+            leaves: one value per unique leaf of the arguments: numpy arrays, the
+                engine's arrays, Python floats, and inactive leaves of any type.
+            active: same length; ``True`` where a gradient is wanted. Active leaves are
+                floating arrays or Python floats.
+            info: see :class:`CallInfo`.
+
+        Returns:
+            ``(out_leaves, grads)``. ``out_leaves``: ``fn``'s output leaves made concrete
+            -- no traced values of this call -- arrays as numpy when no leaf was an
+            array of this engine, else as the engine's arrays; other objects unchanged.
+            ``grads``: per leaf, ``None`` where inactive, else the gradient with the
+            leaf's type, shape, dtype and device (a Python float for a Python float),
+            zeros for a leaf ``fn`` did not use.
+
+        Raises:
+            Whatever ``fn`` raises, unchanged. ``MutationError``/``UnsupportedError``
+            naming the engine, the operation and the fix (chaining the engine's own
+            exception) for anything the engine cannot differentiate correctly.
+
+        After the call, the caller's arrays must hold what a plain call of the user's
+        function would have left in them (a mutating ``f`` mutates them; nothing else does).
+        """
+        ...
+
+    def add_into(self, shadow: Any, grad: Any) -> None:
+        """Add ``grad`` into the array ``shadow`` in place, on the shadow's device."""
+        ...
+
+    def zeros_like(self, value: Any) -> Any:
+        """A zero array like ``value`` (same kind, shape, dtype, device)."""
+        ...
+
+    def may_alias(self, a: Any, b: Any) -> bool:
+        """Whether two distinct arrays may share memory (a view and its base)."""
+        ...
+
+    def register_trees(self, register: Callable[..., None]) -> None:
+        """Register container types of this engine with the tree walker
+        (``register(cls, flatten, unflatten)``); called once, when the walker first meets
+        an unknown type from one of ``array_modules``."""
+        ...
+
+
+@runtime_checkable
+class _HasNamespace(Protocol):
+    def __array_namespace__(self, api_version: str | None = None) -> Any: ...
+
+
+class BackendBase:
+    """Defaults for a :class:`Backend`: numpy arrays, CPU, nothing to register.
+
+    Subclasses set the class attributes and implement :meth:`version` and
+    :meth:`value_and_grad`; they override the rest when their arrays are not numpy.
+    """
+
+    name: str = ""
+    install_hint: str = ""
+    capabilities: Capabilities = Capabilities()
+    array_modules: tuple[str, ...] = ()
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def value_and_grad(
+        self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], list[Any | None]]:
+        raise NotImplementedError
+
+    def owns(self, value: Any) -> bool:
+        module = type(value).__module__.partition(".")[0]
+        return module in self.array_modules and module in sys.modules
+
+    def namespace(self, arrays: Sequence[Any]) -> Any:
+        for array in arrays:
+            if isinstance(array, _HasNamespace) and not isinstance(array, np.ndarray):
+                return array.__array_namespace__()
+        return np
+
+    def add_into(self, shadow: Any, grad: Any) -> None:
+        np.add(shadow, grad, out=shadow)
+
+    def zeros_like(self, value: Any) -> Any:
+        return np.zeros_like(value)
+
+    def may_alias(self, a: Any, b: Any) -> bool:
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            return bool(np.may_share_memory(a, b))
+        return False
+
+    def register_trees(self, register: Callable[..., None]) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"<adswitch backend {self.name!r}>"
+
+
+@hookspec(firstresult=True)
+def adswitch_backend() -> Backend:  # type: ignore[empty-body]
+    """Return this plugin's engine (a :class:`Backend`). Must not import the engine."""

@@ -1,0 +1,282 @@
+"""Flatten and rebuild argument trees, with key paths for error messages.
+
+Containers the walker knows: ``tuple``, ``list``, ``dict`` (and ``OrderedDict``,
+``defaultdict``), namedtuples, dataclass instances, and any type taught with
+:func:`register_tree` (a registration also covers subclasses). Everything else is a
+leaf. Dict children come in insertion order -- that is the "flatten order" that
+decides which occurrence of a tied array receives its total gradient.
+
+A treedef is ``None`` for a leaf, or a tuple ``(handler, aux, children)``; treedefs
+compare equal exactly when two trees have the same structure, and are hashable when
+every ``aux`` is.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["TreeDef", "register_tree", "flatten", "unflatten", "leaf_paths", "leaf_path"]
+
+TreeDef = Any  # None (a leaf) or tuple[_Handler, Hashable, tuple[TreeDef, ...]]
+
+
+class _Handler:
+    """How to take one container type apart and put it back together."""
+
+    __slots__ = ("flatten", "keys", "name", "unflatten")
+
+    def __init__(
+        self,
+        name: str,
+        flatten: Callable[[Any], tuple[Sequence[Any], Hashable]],
+        unflatten: Callable[[Hashable, list[Any]], Any],
+        keys: Callable[[Hashable, int], list[str]],
+    ) -> None:
+        self.name = name
+        self.flatten = flatten
+        self.unflatten = unflatten
+        self.keys = keys
+
+    def __repr__(self) -> str:
+        return f"<tree node {self.name}>"
+
+
+_LEAF = _Handler("leaf", lambda x: ((), None), lambda aux, c: None, lambda aux, n: [])
+
+
+def _index_keys(aux: Hashable, n: int) -> list[str]:
+    return [f"[{i}]" for i in range(n)]
+
+
+def _dict_keys(aux: Any, n: int) -> list[str]:
+    return [f"[{k!r}]" for k in aux]
+
+
+def _attr_keys(aux: Any, n: int) -> list[str]:
+    return [f".{name}" for name in aux[0]]
+
+
+_TUPLE = _Handler("tuple", lambda x: (x, None), lambda aux, c: tuple(c), _index_keys)
+_LIST = _Handler("list", lambda x: (x, None), lambda aux, c: c, _index_keys)
+_DICT = _Handler(
+    "dict", lambda x: (list(x.values()), tuple(x)), lambda aux, c: dict(zip(aux, c)), _dict_keys
+)
+_ORDERED = _Handler(
+    "OrderedDict",
+    lambda x: (list(x.values()), tuple(x)),
+    lambda aux, c: collections.OrderedDict(zip(aux, c)),
+    _dict_keys,
+)
+_DEFAULT = _Handler(
+    "defaultdict",
+    lambda x: (list(x.values()), (x.default_factory, *x)),
+    lambda aux, c: collections.defaultdict(aux[0], zip(aux[1:], c)),  # type: ignore[index]
+    lambda aux, n: [f"[{k!r}]" for k in aux[1:]],  # type: ignore[index]
+)
+
+_HANDLERS: dict[type, _Handler] = {
+    tuple: _TUPLE,
+    list: _LIST,
+    dict: _DICT,
+    collections.OrderedDict: _ORDERED,
+    collections.defaultdict: _DEFAULT,
+}
+for _leaf_type in (np.ndarray, float, int, bool, complex, str, bytes, type(None)):
+    _HANDLERS[_leaf_type] = _LEAF
+
+# Types registered by the user or an engine plugin; they also cover subclasses.
+_REGISTERED: dict[type, _Handler] = {}
+# Called with a type the walker does not know, before it is taken as a leaf; a hook
+# returns True when it registered something (the registry loads engine tree types here).
+UNKNOWN_TYPE_HOOKS: list[Callable[[type], bool]] = []
+
+
+def register_tree(
+    cls: type,
+    flatten: Callable[[Any], tuple[Any, Hashable]],
+    unflatten: Callable[[Hashable, Any], Any],
+) -> None:
+    """Teach the tree walker a container type (and its subclasses).
+
+    Args:
+        cls: the container type.
+        flatten: ``flatten(obj) -> (children, aux)``. ``children`` is a list (key paths
+            read ``[i]``) or a dict name -> child (key paths read ``.name``); ``aux`` is
+            any hashable static data needed to rebuild.
+        unflatten: ``unflatten(aux, children) -> obj``, receiving children of the same
+            kind ``flatten`` returned. It must accept ``None`` children (gradients of
+            non-differentiable leaves are ``None``).
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> class Pair:
+        ...     def __init__(self, a, b): self.a, self.b = a, b
+        >>> ad.register_tree(Pair, lambda p: ({"a": p.a, "b": p.b}, None),
+        ...                  lambda aux, c: Pair(c["a"], c["b"]))
+        >>> g = ad.gradient(lambda p: (p.a * p.b).sum(), Pair(np.ones(2), np.full(2, 3.0)))[0]
+        >>> g.a.tolist(), g.b.tolist()
+        ([3.0, 3.0], [1.0, 1.0])
+    """
+
+    def flat(obj: Any) -> tuple[Sequence[Any], Hashable]:
+        children, aux = flatten(obj)
+        if isinstance(children, dict):
+            return list(children.values()), (True, tuple(children), aux)
+        return list(children), (False, None, aux)
+
+    def unflat(aux: Any, children: list[Any]) -> Any:
+        is_dict, names, user_aux = aux
+        return unflatten(user_aux, dict(zip(names, children)) if is_dict else children)
+
+    def keys(aux: Any, n: int) -> list[str]:
+        is_dict, names, _ = aux
+        return [f".{name}" for name in names] if is_dict else _index_keys(None, n)
+
+    handler = _Handler(cls.__qualname__, flat, unflat, keys)
+    _REGISTERED[cls] = handler
+    # Forget cached decisions about subclasses so that the registration applies to them.
+    for known in list(_HANDLERS):
+        if issubclass(known, cls) and known not in (tuple, list, dict):
+            del _HANDLERS[known]
+    _HANDLERS[cls] = handler
+
+
+def _namedtuple_handler(cls: type) -> _Handler:
+    fields: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
+    return _Handler(
+        cls.__qualname__,
+        lambda x: (x, (fields,)),
+        lambda aux, c: cls(*c),
+        _attr_keys,
+    )
+
+
+def _dataclass_handler(cls: type) -> _Handler:
+    names = tuple(f.name for f in dataclasses.fields(cls))
+
+    def flat(obj: Any) -> tuple[Sequence[Any], Hashable]:
+        return [getattr(obj, n) for n in names], (names,)
+
+    def unflat(aux: Hashable, children: list[Any]) -> Any:
+        # Bypass __init__/__post_init__ and frozen=True: we rebuild, not construct.
+        obj = object.__new__(cls)
+        for name, child in zip(names, children):
+            object.__setattr__(obj, name, child)
+        return obj
+
+    return _Handler(cls.__qualname__, flat, unflat, _attr_keys)
+
+
+def _resolve(cls: type) -> _Handler:
+    for base in cls.__mro__:
+        if base in _REGISTERED:
+            handler = _REGISTERED[base]
+            break
+    else:
+        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            handler = _namedtuple_handler(cls)
+        elif dataclasses.is_dataclass(cls):
+            handler = _dataclass_handler(cls)
+        elif any(hook(cls) for hook in UNKNOWN_TYPE_HOOKS):
+            return _resolve(cls)
+        else:
+            handler = _LEAF
+    _HANDLERS[cls] = handler
+    return handler
+
+
+def handler_for(x: Any) -> _Handler:
+    return _HANDLERS.get(type(x)) or _resolve(type(x))
+
+
+def is_leaf(x: Any) -> bool:
+    return handler_for(x) is _LEAF
+
+
+def flatten(tree: Any, leaves: list[Any] | None = None) -> tuple[list[Any], TreeDef]:
+    """Flatten ``tree`` into ``(leaves, treedef)``; appends to ``leaves`` when given.
+
+    Example:
+        >>> from adswitch.trees import flatten, unflatten
+        >>> leaves, td = flatten({"a": 1.0, "b": (2, [3.0])})
+        >>> leaves
+        [1.0, 2, 3.0]
+        >>> unflatten(td, [10.0, 20, 30.0])
+        {'a': 10.0, 'b': (20, [30.0])}
+    """
+    out: list[Any] = [] if leaves is None else leaves
+    append = out.append
+    handlers = _HANDLERS
+
+    def rec(x: Any) -> TreeDef:
+        handler = handlers.get(type(x)) or _resolve(type(x))
+        if handler is _LEAF:
+            append(x)
+            return None
+        children, aux = handler.flatten(x)
+        return (handler, aux, tuple([rec(c) for c in children]))
+
+    return out, rec(tree)
+
+
+def unflatten(treedef: TreeDef, leaves: Sequence[Any] | Iterator[Any]) -> Any:
+    """Rebuild a tree of ``treedef``'s structure from ``leaves`` (in flatten order)."""
+    it = iter(leaves)
+
+    def rec(td: TreeDef) -> Any:
+        if td is None:
+            return next(it)
+        handler, aux, children = td
+        return handler.unflatten(aux, [rec(c) for c in children])
+
+    return rec(treedef)
+
+
+def leaf_paths(treedef: TreeDef, root: str) -> list[str]:
+    """Key paths of every leaf, e.g. ``args[1].layers[0].W``, in flatten order."""
+    paths: list[str] = []
+
+    def rec(td: TreeDef, prefix: str) -> None:
+        if td is None:
+            paths.append(prefix)
+            return
+        handler, aux, children = td
+        for key, child in zip(handler.keys(aux, len(children)), children):
+            rec(child, prefix + key)
+
+    rec(treedef, root)
+    return paths
+
+
+def leaf_path(treedef: TreeDef, root: str, index: int) -> str:
+    """The key path of leaf number ``index``."""
+    return leaf_paths(treedef, root)[index]
+
+
+def describe_mismatch(a: TreeDef, b: TreeDef, root: str) -> str:
+    """Where two treedefs first differ, as a key path and what each holds there."""
+
+    def kind(td: TreeDef) -> str:
+        if td is None:
+            return "a leaf"
+        handler, aux, children = td
+        keys = handler.keys(aux, len(children))
+        return f"{handler.name} with children {keys}"
+
+    def rec(x: TreeDef, y: TreeDef, prefix: str) -> str | None:
+        if x == y:
+            return None
+        if x is None or y is None or x[0] is not y[0] or x[1] != y[1] or len(x[2]) != len(y[2]):
+            return f"{prefix or root}: {kind(x)} in val, {kind(y)} in dval"
+        for key, cx, cy in zip(x[0].keys(x[1], len(x[2])), x[2], y[2]):
+            found = rec(cx, cy, prefix + key)
+            if found:
+                return found
+        return None
+
+    return rec(a, b, root) or root

@@ -1,0 +1,61 @@
+"""Side-by-side timing: medians of interleaved repeats, reported as ratios.
+
+The machine is shared and noisy, so every comparison runs its contenders in the
+same process, alternating them round by round, and reports the median of each and
+their ratio -- never a lone absolute time.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def time_once(fn: Callable[[], Any], inner: int) -> float:
+    start = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - start) / inner
+
+
+def calibrate(fn: Callable[[], Any], target_s: float = 0.02) -> int:
+    """How many calls make one round last about ``target_s``."""
+    fn()
+    elapsed = time_once(fn, 1)
+    return max(1, min(10_000, int(target_s / max(elapsed, 1e-9))))
+
+
+def compare(contenders: dict[str, Callable[[], Any]], rounds: int = 15) -> dict[str, float]:
+    """Median seconds per call of each contender, measured in alternating rounds."""
+    inner = {name: calibrate(fn) for name, fn in contenders.items()}
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    gc_was_enabled = gc.isenabled()
+    try:
+        for _ in range(rounds):
+            for name, fn in contenders.items():
+                gc.collect()
+                gc.disable()
+                samples[name].append(time_once(fn, inner[name]))
+                if gc_was_enabled:
+                    gc.enable()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def fmt_seconds(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A Markdown table, ready to paste into the README."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")

@@ -1,0 +1,111 @@
+"""What one conformance case is: a small frozen description plus its expected outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Case", "Tolerance", "DEFAULT_TOL", "FAMILIES", "arr", "pos"]
+
+Tolerance = tuple[float, float]
+"""``(rtol, atol)``: a value passes when ``|got - ref| <= atol + rtol * |ref| + fd_error``."""
+
+DEFAULT_TOL: Mapping[str, Tolerance] = MappingProxyType(
+    {"float64": (1e-6, 1e-9), "float32": (2e-3, 2e-4), "float16": (2e-2, 2e-2)}
+)
+
+FAMILIES = ("basics", "ops", "trees", "activity", "ties", "nested", "mutation", "hygiene")
+"""Catalogue families in the order the reports list them."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One edge case, run the same way on every engine.
+
+    Attributes:
+        id: unique, ``family.name``.
+        family: one of :data:`FAMILIES`.
+        description: one line: what it checks and which failure mode it guards against.
+        fn: the user function, written only against ``ad.array_namespace`` (and
+            ``ad.gradient`` for nested cases).
+        make_args: returns fresh arguments (float64 numpy trees with activity wrappers)
+            on every call.
+        entry: ``"gradient"`` or ``"withgradient"``.
+        zero: the ``zero=`` keyword.
+        raises: the exception the call must raise (an ``AdswitchError`` subclass, or the
+            user's own exception for cases where ``f`` fails); ``None`` for a result.
+        also_ok: errors that count as a pass besides the right numbers (e.g.
+            ``AliasingError`` for overlapping memory, where both answers are allowed).
+        ref_fn: a function with the same value as ``fn`` but no ``ad.gradient`` inside
+            (inner gradients in closed form); references and plain calls use it.
+        closed_form: ``closed_form(*vals) -> per-argument gradient trees`` (``None`` for
+            ``Const``), used instead of finite differences.
+        check: ``check(grads, *vals) -> message or None`` for points where the
+            derivative is a set (kinks); replaces the reference comparison.
+        requires: capability names (fields of ``adswitch.spec.Capabilities``, or a dtype
+            name) the case needs; an engine lacking one may raise an ``AdswitchError``.
+        tol: ``(rtol, atol)`` per dtype name of the leaf compared.
+        repeat_same: how many times the entry is called on the same arguments
+            (checks ``zero=`` semantics: accumulate or restart).
+        second_args: arguments for the hygiene re-run (default: ``make_args`` again);
+            different values catch stale caches.
+    """
+
+    id: str
+    family: str
+    description: str
+    fn: Callable[..., Any]
+    make_args: Callable[[], tuple[Any, ...]]
+    entry: str = "gradient"
+    zero: bool = True
+    raises: type[BaseException] | None = None
+    also_ok: tuple[type[BaseException], ...] = ()
+    ref_fn: Callable[..., Any] | None = None
+    closed_form: Callable[..., tuple[Any, ...]] | None = None
+    check: Callable[..., str | None] | None = None
+    requires: tuple[str, ...] = ()
+    tol: Mapping[str, Tolerance] = field(default_factory=lambda: DEFAULT_TOL)
+    repeat_same: int = 1
+    second_args: Callable[[], tuple[Any, ...]] | None = None
+
+    @property
+    def expected(self) -> str:
+        """A short human description of the expected outcome (for docs and listings)."""
+        if self.raises is not None:
+            return f"raises {self.raises.__name__}"
+        if self.check is not None:
+            how = "subgradient check"
+        elif self.closed_form is not None:
+            how = "closed form"
+        elif self.ref_fn is not None:
+            how = "finite differences of a closed-form inner gradient"
+        else:
+            how = "finite differences"
+        if self.also_ok:
+            how += " or " + "/".join(e.__name__ for e in self.also_ok)
+        return how
+
+
+def arr(seed: int, *shape: int, lo: float = -1.0, hi: float = 1.0, dtype: Any = np.float64) -> Any:
+    """A reproducible uniform random array (float64 unless ``dtype`` says otherwise).
+
+    Example:
+        >>> arr(0, 2, 3).shape
+        (2, 3)
+    """
+    values = np.random.default_rng(seed).uniform(lo, hi, size=shape)
+    return np.asarray(values, dtype=dtype)
+
+
+def pos(seed: int, *shape: int) -> Any:
+    """A reproducible array in ``[0.5, 2]``: safe for log, sqrt, division.
+
+    Example:
+        >>> bool((pos(1, 4) >= 0.5).all())
+        True
+    """
+    return arr(seed, *shape, lo=0.5, hi=2.0)

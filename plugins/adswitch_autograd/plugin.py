@@ -1,0 +1,108 @@
+"""The HIPS autograd engine plugin (backend name ``"autograd"``).
+
+Registered under the entry-point group ``adswitch.backends``. autograd itself is
+imported only when a gradient or a namespace is first asked for, so a machine without
+it still imports adswitch and lists this engine as unavailable.
+
+Capabilities, honestly: nested gradients to any order (autograd's trace levels); no
+mutation and no writes into fresh buffers -- autograd's arrays are immutable, so every
+such write raises ``MutationError`` naming the operation and the fix rather than giving
+a wrong number; numpy arrays on the CPU only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from types import ModuleType
+from typing import Any
+
+from adswitch.errors import BackendUnavailableError
+from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+
+__all__ = ["AutogradBackend", "adswitch_backend"]
+
+_INSTALL_HINT = 'pip install "adswitch[autograd]"'
+
+
+class AutogradBackend(BackendBase):
+    """adswitch's adapter for HIPS autograd.
+
+    Example:
+        >>> import numpy as np
+        >>> from adswitch.spec import CallInfo
+        >>> backend = AutogradBackend()
+        >>> def fn(leaves):
+        ...     xp = backend.namespace(leaves)
+        ...     loss = xp.sum(xp.sin(leaves[0]) * leaves[1])
+        ...     return loss, [loss]
+        >>> outs, grads = backend.value_and_grad(fn, [np.zeros(2), 3.0], [True, True], CallInfo())
+        >>> grads[0], grads[1]
+        (array([3., 3.]), 0.0)
+    """
+
+    name = "autograd"
+    install_hint = _INSTALL_HINT
+    capabilities = Capabilities(
+        nested=True,
+        mutation=False,
+        fresh_buffer_writes=False,
+        devices=("cpu",),
+        dtypes=("float32", "float64"),
+        array_kinds=("numpy",),
+        compiles=False,
+    )
+    array_modules = ("autograd",)
+
+    def __init__(self) -> None:
+        self._engine: ModuleType | None = None
+        self._namespace: ModuleType | None = None
+
+    def version(self) -> str:
+        try:
+            return metadata.version("autograd")
+        except metadata.PackageNotFoundError as exc:
+            raise BackendUnavailableError(
+                f"the autograd engine needs HIPS autograd, which is not installed. "
+                f"Fix: {_INSTALL_HINT}"
+            ) from exc
+
+    def _load(self) -> ModuleType:
+        if self._engine is None:
+            try:
+                from adswitch_autograd import engine
+            except ImportError as exc:
+                raise BackendUnavailableError(
+                    f"the autograd engine could not import HIPS autograd ({exc}). "
+                    f"Fix: {_INSTALL_HINT}"
+                ) from exc
+            self._engine = engine
+        return self._engine
+
+    def owns(self, value: Any) -> bool:
+        tracer = sys.modules.get("autograd.tracer")
+        return tracer is not None and type(value) in tracer.Box.types
+
+    def namespace(self, arrays: Sequence[Any]) -> Any:
+        if self._namespace is None:
+            self._load()
+            from adswitch_autograd import namespace
+
+            self._namespace = namespace
+        return self._namespace
+
+    def value_and_grad(
+        self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], list[Any | None]]:
+        engine = self._engine if self._engine is not None else self._load()
+        result: tuple[list[Any], list[Any | None]] = engine.value_and_grad(
+            fn, leaves, active, info
+        )
+        return result
+
+
+@hookimpl
+def adswitch_backend() -> Backend:
+    """Return the autograd engine (autograd itself is imported on first use)."""
+    return AutogradBackend()

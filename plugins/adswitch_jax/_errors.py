@@ -1,0 +1,73 @@
+"""Translate jax's own exceptions into adswitch errors that say the fix.
+
+Imported only once jax is in use (it imports jax at the top).
+"""
+
+from __future__ import annotations
+
+import jax
+
+from adswitch.errors import MutationError, UnsupportedError
+
+__all__ = ["TRACE_FAILURES", "translate"]
+
+#: Raised while tracing under ``jit`` by code that needs concrete values (value-dependent
+#: Python control flow, ``int(x)``...). Plain ``jax.value_and_grad`` runs such code fine,
+#: so these make the engine fall back to eager mode instead of failing.
+TRACE_FAILURES: tuple[type[BaseException], ...] = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.NonConcreteBooleanIndexError,
+)
+
+_IMMUTABLE = "JAX arrays are immutable"
+_SEQUENCE = "setting an array element with a sequence"
+
+
+def translate(exc: BaseException) -> BaseException | None:
+    """The adswitch error to raise instead of ``exc``, or ``None`` to let ``exc`` through.
+
+    Only exceptions that jax raises on behalf of the engine are translated; the user's own
+    exceptions pass unchanged.
+
+    Args:
+        exc: the exception raised while differentiating.
+
+    Returns:
+        A :class:`MutationError` or :class:`UnsupportedError` (the caller chains ``exc``),
+        or ``None``.
+
+    Example:
+        >>> translate(TypeError("JAX arrays are immutable ...")).__class__.__name__
+        'MutationError'
+    """
+    text = str(exc)
+    if isinstance(exc, TypeError) and _IMMUTABLE in text:
+        return MutationError(
+            "jax engine: f assigns into an array in place (x[idx] = v, or a write into a "
+            "buffer made with xp.zeros_like/xp.empty); jax arrays are immutable, so the "
+            "gradient cannot follow the write. Fix: write x = x.at[idx].set(v) (or .add, "
+            ".multiply) instead, or choose an engine that supports mutation "
+            "(see ad.backends(), capability 'mutation')."
+        )
+    if isinstance(exc, ValueError) and _SEQUENCE in text:
+        return MutationError(
+            "jax engine: f writes a traced jax value into a numpy array (buf[idx] = v); "
+            "numpy cannot hold jax's traced values, so the gradient would be lost. Fix: build "
+            "the array with the traced namespace (xp = ad.array_namespace(x); "
+            "buf = xp.zeros_like(x).at[idx].set(v))."
+        )
+    if isinstance(exc, jax.errors.TracerArrayConversionError):
+        return UnsupportedError(
+            "jax engine: f converts a traced value to a numpy array (np.asarray, a numpy "
+            "function, or .tolist()), which cuts the gradient. Fix: compute with "
+            "xp = ad.array_namespace(x) instead of numpy inside f."
+        )
+    if isinstance(exc, jax.errors.UnexpectedTracerError):
+        return UnsupportedError(
+            "jax engine: a traced value escaped its differentiation (stored in a global, a "
+            "closure or an attribute by an earlier call of f, then used again). Fix: return "
+            "such values from f as outputs instead of storing them."
+        )
+    return None

@@ -1,0 +1,1 @@
+"""Placeholder: the jax engine plugin is being written."""

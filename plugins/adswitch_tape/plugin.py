@@ -1,0 +1,1 @@
+"""Placeholder: the tape engine plugin is being written."""

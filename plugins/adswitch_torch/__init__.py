@@ -1,0 +1,1 @@
+"""adswitch_torch."""

@@ -1,0 +1,88 @@
+"""Moving values between the caller's kinds (numpy arrays, Python floats, torch tensors)
+and the tensors torch differentiates, without copies where torch allows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["tensor_from_numpy", "to_caller_kind", "byte_range"]
+
+
+def tensor_from_numpy(torch: Any, array: np.ndarray) -> tuple[Any, bool]:
+    """Wrap a numpy array as a tensor of the same dtype.
+
+    Args:
+        torch: the imported torch module.
+        array: any numpy array.
+
+    Returns:
+        ``(tensor, shares_memory)``; ``(None, False)`` when torch has no such dtype
+        (strings, objects, datetimes): such leaves reach ``f`` as the numpy arrays they are.
+        Read-only arrays are copied (torch tensors are always writable, and a write
+        into read-only memory is undefined behaviour); arrays torch cannot view
+        (negative strides, foreign byte order) are copied too.
+    """
+    if array.flags.writeable:
+        try:
+            return torch.from_numpy(array), True
+        except TypeError:
+            return None, False
+        except ValueError:
+            pass
+    try:
+        native = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+        return torch.from_numpy(native), False
+    except (TypeError, ValueError):
+        return None, False
+
+
+def to_caller_kind(torch: Any, value: Any, like: Any, numpy_out: bool) -> Any:
+    """A concrete copy-free version of tensor ``value`` in the kind of ``like``.
+
+    A tensor still attached to an enclosing differentiation (``requires_grad``; only in
+    nested calls) stays a tensor: converting it would silently drop the outer derivative.
+
+    Args:
+        torch: the imported torch module.
+        value: a tensor computed by torch.
+        like: the caller's leaf it stands for (numpy array, tensor, Python or numpy
+            float), or ``None`` for an output of ``f``.
+        numpy_out: for outputs (``like is None``): convert to numpy.
+
+    Returns:
+        The value as a numpy array, tensor or float.
+    """
+    if value.requires_grad:
+        return value
+    if isinstance(like, torch.Tensor):
+        return value
+    if isinstance(like, np.ndarray) or (like is None and numpy_out):
+        return value.numpy(force=True)
+    if isinstance(like, np.generic):
+        return like.dtype.type(value.item())
+    if isinstance(like, float):
+        return type(like)(value.item())
+    return value
+
+
+def byte_range(torch: Any, value: Any) -> tuple[str, int, int] | None:
+    """``(address space, first byte, end byte)`` spanned by an array, or ``None``.
+
+    ``None`` for empty arrays and for memory without addresses (meta tensors), which
+    cannot overlap anything. CPU tensors and numpy arrays share one address space.
+    """
+    if isinstance(value, np.ndarray):
+        if value.size == 0:
+            return None
+        low, high = np.lib.array_utils.byte_bounds(value)
+        return ("cpu", low, high)
+    if isinstance(value, torch.Tensor):
+        if value.numel() == 0 or value.device.type == "meta":
+            return None
+        start = value.data_ptr()
+        span = sum((n - 1) * s for n, s in zip(value.shape, value.stride(), strict=True))
+        item = value.element_size()
+        return (str(value.device), start, start + (span + 1) * item)
+    return None

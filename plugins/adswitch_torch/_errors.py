@@ -1,0 +1,110 @@
+"""Turn torch's own errors about in-place writes and numpy mixing into adswitch errors.
+
+torch detects two kinds of unsafe in-place writes, at different moments: writes into a
+tensor being differentiated (a leaf, or a view of one) fail at the write, inside the
+user's function; writes into a value that an earlier operation saved for the backward
+pass fail later, when the backward pass checks the saved value's version counter. Both
+are translated here into a ``MutationError`` that says where and how to fix it, with
+torch's exception chained. Anything unrecognised is left alone (returns ``None``).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+from types import TracebackType
+
+import adswitch
+from adswitch.errors import MutationError, UnsupportedError
+
+__all__ = ["translate_forward", "translate_backward", "mutated_argument"]
+
+_FIX_COPY = (
+    "Fix: write into a fresh buffer instead (buf = xp.zeros_like(x); buf[...] = ...), or "
+    "copy the argument first (x = xp.asarray(x, copy=True)) and write into the copy, or "
+    "use a functional form (xp.where(mask, new, x))."
+)
+_LEAF_MARKERS = (
+    "a leaf Variable that requires grad is being used in an in-place operation",
+    "a view of a leaf Variable that requires grad is being used in an in-place operation",
+)
+_VIEW_MARKER = "is a view and"
+_VERSION_MARKER = "has been modified by an inplace operation"
+_NUMPY_MARKERS = (
+    "Can't call numpy() on Tensor that requires grad",
+    "'numpy.ndarray' and 'Tensor'",
+    "'Tensor' and 'numpy.ndarray'",
+)
+# Frames of adswitch itself are bookkeeping, never the line the user wants to see.
+_SKIP_DIRS = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(adswitch.__file__)) + os.sep,
+)
+
+
+def _user_line(tb: TracebackType | None) -> str:
+    """``" at file:line: `source`"`` for the innermost frame outside torch, or ``""``."""
+    found = ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        filename = code.co_filename
+        if f"{os.sep}torch{os.sep}" not in filename and not filename.startswith(_SKIP_DIRS):
+            source = linecache.getline(filename, tb.tb_lineno).strip()
+            found = f" at {os.path.basename(filename)}:{tb.tb_lineno}"
+            if source:
+                found += f": `{source}`"
+        tb = tb.tb_next
+    return found
+
+
+def translate_forward(exc: BaseException) -> Exception | None:
+    """The adswitch error for a torch error raised while running the user's function."""
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and any(m in text for m in _LEAF_MARKERS):
+        return MutationError(
+            f"torch: in-place write into an argument being differentiated"
+            f"{_user_line(exc.__traceback__)}. torch cannot differentiate through a write "
+            f"into its own input (the value the write destroys may be needed for the "
+            f"gradient). {_FIX_COPY}"
+        )
+    if isinstance(exc, RuntimeError) and _VIEW_MARKER in text and "inplace" in text:
+        return MutationError(
+            f"torch: in-place write into a view{_user_line(exc.__traceback__)} that torch "
+            f"cannot track (torch says: {text.splitlines()[0]}). {_FIX_COPY}"
+        )
+    if isinstance(exc, (RuntimeError, TypeError)) and any(m in text for m in _NUMPY_MARKERS):
+        return UnsupportedError(
+            f"torch: a numpy operation met a traced torch tensor"
+            f"{_user_line(exc.__traceback__)}; numpy cannot see torch's graph, so the "
+            f"gradient would be lost. Fix: compute with xp = ad.array_namespace(x) instead "
+            f"of np.*, and wrap numpy constants with xp.asarray(c) (no copy) or pass them "
+            f"as ad.Const(c) arguments."
+        )
+    return None
+
+
+def translate_backward(exc: BaseException) -> Exception | None:
+    """The adswitch error for a torch error raised by the backward pass."""
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and _VERSION_MARKER in text:
+        detail = text.split("Hint:")[0].strip()
+        return MutationError(
+            f"torch: a value saved for the gradient was overwritten in place later in f "
+            f"(torch says: {detail}). The gradient would be wrong, so none is returned. "
+            f"{_FIX_COPY}"
+        )
+    return None
+
+
+def mutated_argument(index: int) -> MutationError:
+    """The error for a differentiated argument whose data ``f`` changed in place.
+
+    torch lets such writes through under ``torch.no_grad()``, through ``.data``, or into
+    a view of a nested call's traced argument; the recorded gradient would then belong
+    to the overwritten value.
+    """
+    return MutationError(
+        f"torch: f wrote in place into differentiated leaf #{index} (under torch.no_grad(), "
+        f"through .data, or through a view), so torch's recorded gradient would describe "
+        f"the overwritten value. {_FIX_COPY}"
+    )

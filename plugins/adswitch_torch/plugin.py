@@ -1,0 +1,1 @@
+"""Placeholder: the torch engine plugin is being written."""
