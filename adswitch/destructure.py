@@ -43,7 +43,9 @@ def destructure(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
         [4.0, 8.0, 0.0]
     """
     leaves, treedef = trees.flatten(tree)
-    slots: list[tuple[int, int, tuple[int, ...], Any, bool]] = []  # start, stop, shape, dtype, float
+    slots: list[
+        tuple[int, int, tuple[int, ...], Any, bool]
+    ] = []  # start, stop, shape, dtype, float
     slot_of: dict[int, int] = {}
     position: list[int] = []  # per leaf: index into slots, or -1 when fixed
     parts: list[Any] = []

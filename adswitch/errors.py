@@ -39,7 +39,9 @@ class AliasingError(AdswitchError, ValueError):
 
 
 class BackendUnavailableError(AdswitchError, ImportError):
-    """The selected engine is not installed or failed to load; the message carries the install command."""
+    """The selected engine is not installed or failed to load.
+
+    The message carries the exact install command."""
 
 
 class UnsupportedError(AdswitchError, NotImplementedError):

@@ -54,7 +54,7 @@ def array_namespace(*arrays: Any) -> Any:
             raise AdswitchError(
                 f"no installed engine owns arrays of type {type(x).__module__}."
                 f"{type(x).__qualname__}; installed engines: {', '.join(registry.names())}. "
-                "Install the engine's plugin (e.g. pip install \"adswitch[torch]\")."
+                'Install the engine\'s plugin (e.g. pip install "adswitch[torch]").'
             )
         if owner is not None and found is not owner:
             raise AdswitchError(

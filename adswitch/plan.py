@@ -62,12 +62,11 @@ class Plan:
             kind, val, dval = self._unwrap(a, arg)
             flat, treedef = trees.flatten(val)
             plan = ArgPlan(kind, val, dval, treedef)
+            self.args.append(plan)
             ids = plan.leaf_ids
             for j, leaf in enumerate(flat):
-                if isinstance(leaf, _SCALAR_TYPES):
-                    u = -1
-                else:
-                    u = index_of.get(id(leaf), -1)
+                # Python scalars are values, not parameters: never tied, whatever their id.
+                u = -1 if isinstance(leaf, _SCALAR_TYPES) else index_of.get(id(leaf), -1)
                 if u < 0:
                     u = len(leaves)
                     if not isinstance(leaf, _SCALAR_TYPES):
@@ -79,13 +78,12 @@ class Plan:
                 elif kinds[u] != kind and is_differentiable(leaf):
                     self._tie_conflict(u, a, j, kind)
                 ids.append(u)
-            self.args.append(plan)
+        self._check_complex()
         if not any(active):
             self._nothing_active(args)
         for a, plan in enumerate(self.args):
             if plan.kind == DUPLICATED:
                 self._check_shadow(a, plan)
-        self._check_complex()
 
     # -- unwrapping ---------------------------------------------------------------------
     @staticmethod

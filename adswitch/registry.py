@@ -16,7 +16,7 @@ import os
 import threading
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
@@ -96,7 +96,7 @@ class Registry:
         if not impls:
             self.plugin_manager.unregister(plugin)
             raise AdswitchError(f"plugin {name or plugin!r} implements no adswitch_backend hook")
-        backend: Backend = impls[0].function()
+        backend: Backend = cast(Backend, impls[0].function())
         self.add(backend)
         return backend
 
@@ -143,7 +143,9 @@ class Registry:
             backend = self._backends.get(name)
         if backend is None:
             if name in self._broken:
-                raise BackendUnavailableError(f"engine {name!r} is unavailable: {self._broken[name]}")
+                raise BackendUnavailableError(
+                    f"engine {name!r} is unavailable: {self._broken[name]}"
+                )
             listing = ", ".join(repr(n) for n in self.names()) or "none"
             raise AdswitchError(
                 f"unknown engine {name!r}; installed engines: {listing}. "

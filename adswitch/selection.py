@@ -76,9 +76,7 @@ def enclosing() -> Backend | None:
     return calls[-1] if calls else None
 
 
-def select(
-    backend: str | Backend | None, leaves: Sequence[Any], registry: Registry
-) -> Backend:
+def select(backend: str | Backend | None, leaves: Sequence[Any], registry: Registry) -> Backend:
     """Apply the selection rules above to one call."""
     outer = enclosing()
     if backend is not None:

@@ -91,7 +91,8 @@ def float_slot(tree: Any, treedef: trees.TreeDef, index: int, path: str) -> tupl
             return [(node, k, False) for k in node]
         if isinstance(node, list):
             return [(node, i, False) for i in range(n)]
-        if dataclasses.is_dataclass(node) and not node.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        params = getattr(node, "__dataclass_params__", None)
+        if dataclasses.is_dataclass(node) and params is not None and not params.frozen:
             return [(node, f.name, True) for f in dataclasses.fields(node)]
         return [None] * n
 

@@ -64,12 +64,15 @@ def _attr_keys(aux: Any, n: int) -> list[str]:
 _TUPLE = _Handler("tuple", lambda x: (x, None), lambda aux, c: tuple(c), _index_keys)
 _LIST = _Handler("list", lambda x: (x, None), lambda aux, c: c, _index_keys)
 _DICT = _Handler(
-    "dict", lambda x: (list(x.values()), tuple(x)), lambda aux, c: dict(zip(aux, c)), _dict_keys
+    "dict",
+    lambda x: (list(x.values()), tuple(x)),
+    lambda aux, c: dict(zip(aux, c)),  # type: ignore[call-overload]
+    _dict_keys,
 )
 _ORDERED = _Handler(
     "OrderedDict",
     lambda x: (list(x.values()), tuple(x)),
-    lambda aux, c: collections.OrderedDict(zip(aux, c)),
+    lambda aux, c: collections.OrderedDict(zip(aux, c)),  # type: ignore[call-overload]
     _dict_keys,
 )
 _DEFAULT = _Handler(
@@ -164,7 +167,7 @@ def _dataclass_handler(cls: type) -> _Handler:
 
     def unflat(aux: Hashable, children: list[Any]) -> Any:
         # Bypass __init__/__post_init__ and frozen=True: we rebuild, not construct.
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         for name, child in zip(names, children):
             object.__setattr__(obj, name, child)
         return obj

@@ -1,0 +1,31 @@
+"""Shared fixtures: a finite-difference engine and a fresh registry per test."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fd_engine import FiniteDifferenceBackend
+
+from adswitch import registry
+
+
+@pytest.fixture
+def fd() -> FiniteDifferenceBackend:
+    return FiniteDifferenceBackend()
+
+
+@pytest.fixture
+def fresh_registry() -> Iterator[registry.Registry]:
+    """A registry that loads no entry point, installed as the default for one test."""
+    fresh = registry.Registry(load_entry_points=False)
+    previous = registry.set_default_registry(fresh)
+    try:
+        yield fresh
+    finally:
+        registry.set_default_registry(previous)
