@@ -58,6 +58,7 @@ class Plan:
         self._shadow_of: dict[int, int] = {}
         self._owner_of_shadow: dict[int, int] = {}
         leaves, active, first, kinds = self.leaves, self.active, self.first, self.kinds
+        complex_seen = False  # or a non-numpy array, which the full check must look at
         for a, arg in enumerate(args):
             kind, val, dval = self._unwrap(a, arg)
             flat, treedef = trees.flatten(val)
@@ -66,19 +67,29 @@ class Plan:
             ids = plan.leaf_ids
             for j, leaf in enumerate(flat):
                 # Python scalars are values, not parameters: never tied, whatever their id.
-                u = -1 if isinstance(leaf, _SCALAR_TYPES) else index_of.get(id(leaf), -1)
+                scalar = isinstance(leaf, _SCALAR_TYPES)
+                u = -1 if scalar else index_of.get(id(leaf), -1)
                 if u < 0:
                     u = len(leaves)
-                    if not isinstance(leaf, _SCALAR_TYPES):
+                    if not scalar:
                         index_of[id(leaf)] = u
                     leaves.append(leaf)
-                    active.append(kind != CONST and is_differentiable(leaf))
+                    if kind == CONST:
+                        active.append(False)
+                    elif type(leaf) is np.ndarray:  # the common case, kept cheap
+                        dtype_kind = leaf.dtype.kind
+                        active.append(dtype_kind == "f")
+                        complex_seen = complex_seen or dtype_kind == "c"
+                    else:
+                        active.append(is_differentiable(leaf))
+                        complex_seen = complex_seen or not scalar or isinstance(leaf, complex)
                     first.append((a, j))
                     kinds.append(kind)
                 elif kinds[u] != kind and is_differentiable(leaf):
                     self._tie_conflict(u, a, j, kind)
                 ids.append(u)
-        self._check_complex()
+        if complex_seen:
+            self._check_complex()
         if not any(active):
             self._nothing_active(args)
         for a, plan in enumerate(self.args):
@@ -195,8 +206,11 @@ class Plan:
         groups: dict[int, list[int]] = {}
         for u, leaf in enumerate(self.leaves):
             if self.active[u] and not isinstance(leaf, float):
-                groups.setdefault(id(memory_root(leaf)), []).append(u)
+                root = leaf if type(leaf) is np.ndarray and leaf.base is None else memory_root(leaf)
+                groups.setdefault(id(root), []).append(u)
         for members in groups.values():
+            if len(members) == 1:
+                continue
             for i, u in enumerate(members):
                 for v in members[i + 1 :]:
                     a, b = self.leaves[u], self.leaves[v]
