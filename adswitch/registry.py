@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, cast
 
 import pluggy
@@ -23,6 +22,8 @@ import pluggy
 from adswitch import spec, trees
 from adswitch.errors import AdswitchError, BackendUnavailableError
 from adswitch.spec import Backend, Capabilities
+
+entry_points: Any = None  # importlib.metadata.entry_points, bound on first load (tests patch it)
 
 __all__ = ["BackendInfo", "Registry", "default_registry", "set_default_registry"]
 
@@ -71,6 +72,9 @@ class Registry:
                     self._load_pending = False
 
     def _load_entry_points(self) -> None:
+        global entry_points
+        if entry_points is None:  # imported here: importlib.metadata costs ~15 ms at import
+            from importlib.metadata import entry_points
         disabled = {
             n.strip() for n in os.environ.get("ADSWITCH_DISABLE_PLUGINS", "").split(",") if n
         }

@@ -204,6 +204,11 @@ class Backend(Protocol):
         """A zero array like ``value`` (same kind, shape, dtype, device)."""
         ...
 
+    def writable(self, value: Any) -> bool:
+        """Whether ``add_into`` can write into the array ``value`` in place (checked for
+        every shadow before ``f`` runs, so that nothing is half-written later)."""
+        ...
+
     def may_alias(self, a: Any, b: Any) -> bool:
         """Whether two distinct arrays may share memory (a view and its base)."""
         ...
@@ -255,6 +260,11 @@ class BackendBase:
 
     def zeros_like(self, value: Any) -> Any:
         return np.zeros_like(value)
+
+    def writable(self, value: Any) -> bool:
+        if isinstance(value, np.ndarray):
+            return bool(value.flags.writeable)
+        return True
 
     def may_alias(self, a: Any, b: Any) -> bool:
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
