@@ -81,6 +81,8 @@ class Capabilities:
             ``MutationError``/``UnsupportedError`` naming the operation -- never a wrong number.
         fresh_buffer_writes: writes of traced values into a buffer created inside ``f``
             (``buf = xp.zeros_like(x); buf[...] = s``) are differentiated.
+        numpy_operands: numpy arrays mixed into traced expressions, on either side of an
+            operator (``np_array * traced``, ``traced @ np_array``), act as constants.
         devices: device kinds the engine computes on (``"cpu"``, ``"cuda"``, ...).
         dtypes: floating dtypes the engine differentiates.
         array_kinds: kinds of input arrays it accepts (``"numpy"``, ``"torch"``, ``"jax"``).
@@ -90,6 +92,7 @@ class Capabilities:
     nested: bool = False
     mutation: bool = False
     fresh_buffer_writes: bool = False
+    numpy_operands: bool = False
     devices: tuple[str, ...] = ("cpu",)
     dtypes: tuple[str, ...] = ("float32", "float64")
     array_kinds: tuple[str, ...] = ("numpy",)
