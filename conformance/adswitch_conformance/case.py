@@ -15,7 +15,7 @@ Tolerance = tuple[float, float]
 """``(rtol, atol)``: a value passes when ``|got - ref| <= atol + rtol * |ref| + fd_error``."""
 
 DEFAULT_TOL: Mapping[str, Tolerance] = MappingProxyType(
-    {"float64": (1e-6, 1e-9), "float32": (2e-3, 2e-4), "float16": (2e-2, 2e-2)}
+    {"float64": (1e-8, 1e-10), "float32": (2e-3, 2e-4), "float16": (2e-2, 2e-2)}
 )
 
 FAMILIES = ("basics", "ops", "trees", "activity", "ties", "nested", "mutation", "hygiene")

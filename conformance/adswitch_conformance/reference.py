@@ -31,7 +31,13 @@ __all__ = [
 
 
 def unwrap(arg: Any) -> tuple[str, Any]:
-    """``("dup" | "const" | "active" | "plain", value)`` for one positional argument."""
+    """``("dup" | "const" | "active" | "plain", value)`` for one positional argument.
+
+    Example:
+        >>> import adswitch as ad
+        >>> unwrap(ad.Const(2.0)), unwrap(3.0)
+        (('const', 2.0), ('plain', 3.0))
+    """
     import adswitch as ad
 
     if isinstance(arg, ad.Duplicated):
@@ -44,7 +50,12 @@ def unwrap(arg: Any) -> tuple[str, Any]:
 
 
 def first_output(out: Any) -> Any:
-    """The loss inside ``f``'s output (rule 5: itself, or the first element)."""
+    """The loss inside ``f``'s output (rule 5: itself, or the first element).
+
+    Example:
+        >>> first_output((1.5, "aux")), first_output({"loss": 2.0, "x": 1}), first_output(3.0)
+        (1.5, 2.0, 3.0)
+    """
     if isinstance(out, dict):
         return next(iter(out.values()))
     if isinstance(out, list | tuple):
@@ -53,7 +64,12 @@ def first_output(out: Any) -> Any:
 
 
 def loss_of(fn: Callable[..., Any], args: Sequence[Any]) -> float:
-    """Call ``fn(*args)`` with numpy inputs and return its loss as a float."""
+    """Call ``fn(*args)`` with numpy inputs and return its loss as a float.
+
+    Example:
+        >>> loss_of(lambda x: (np.sum(x), "aux"), [np.ones(3)])
+        3.0
+    """
     return float(np.asarray(first_output(fn(*args)), dtype=np.float64))
 
 
@@ -74,7 +90,7 @@ def finite_differences(
         fn: the function, called as ``fn(*vals)`` on numpy inputs.
         vals: the argument values (activity wrappers removed).
         active: per argument, whether to differentiate it.
-        step: the base step, relative to ``max(1, |x|)``.
+        step: the base step (absolute: inputs in the catalogue are of moderate size).
 
     Returns:
         ``(grads, errors)``: per differentiable leaf path (``args[0]['W']``), the
@@ -104,15 +120,15 @@ def finite_differences(
             err = np.zeros(leaf.shape)
             for j in range(leaf.size):
                 index = np.unravel_index(j, leaf.shape)
-                grad[index], err[index] = _partial(fn, work, k, index, float(leaf[index]), step)
+                grad[index], err[index] = _partial(fn, work, k, index, step)
             grads[path], errors[path] = grad, err
         else:
-            grads[path], errors[path] = _partial(fn, work, k, None, leaf, step)
+            grads[path], errors[path] = _partial(fn, work, k, None, step)
     return grads, errors
 
 
 def _partial(
-    fn: Callable[..., Any], work: list[Any], k: int, index: Any, x0: float, step: float
+    fn: Callable[..., Any], work: list[Any], k: int, index: Any, step: float
 ) -> tuple[float, float]:
     def at(delta: float) -> float:
         trial = copy.deepcopy(work)
@@ -124,7 +140,7 @@ def _partial(
             trial = _unflatten_like(trial, flat)
         return loss_of(fn, trial)
 
-    h = step * max(1.0, abs(x0))
+    h = step
     d = [(at(s) - at(-s)) / (2 * s) for s in (h, h / 2, h / 4)]
     r1 = [(4 * d[1] - d[0]) / 3, (4 * d[2] - d[1]) / 3]
     r2 = (16 * r1[1] - r1[0]) / 15
@@ -171,7 +187,22 @@ def _dtype_name(leaf: Any) -> str:
 
 
 def build_expected(case: Case, args: Sequence[Any]) -> Expected:
-    """Compute the reference for ``case`` at ``args`` (which it does not modify)."""
+    """Compute the reference for ``case`` at ``args`` (which it does not modify).
+
+    Args:
+        case: the case (its ``ref_fn``, ``closed_form`` or ``fn`` give the reference).
+        args: the arguments, activity wrappers included.
+
+    Returns:
+        The :class:`Expected` outcome.
+
+    Example:
+        >>> import numpy as np
+        >>> case = Case("d.x", "basics", "x squared", lambda x: np.sum(x**2), lambda: ())
+        >>> expected = build_expected(case, (np.array([1.0, -2.0]),))
+        >>> np.round(expected.args[0].grads["args[0]"], 9)
+        array([ 2., -4.])
+    """
     kinds, vals = zip(*(unwrap(a) for a in args), strict=True) if args else ((), ())
     reference_fn = case.ref_fn or case.fn
     pre = copy.deepcopy(list(vals))

@@ -63,7 +63,14 @@ def _is_namedtuple(obj: Any) -> bool:
 
 
 def children(obj: Any) -> list[tuple[str, Any]] | None:
-    """The ``(path step, child)`` pairs of a container, or ``None`` for a leaf."""
+    """The ``(path step, child)`` pairs of a container, or ``None`` for a leaf.
+
+    Example:
+        >>> children({"a": 1, "b": [2]})
+        [("['a']", 1), ("['b']", [2])]
+        >>> children(3.0) is None
+        True
+    """
     kind = type(obj)
     if kind in _REGISTRY:
         kids, _ = _REGISTRY[kind][0](obj)
@@ -80,7 +87,12 @@ def children(obj: Any) -> list[tuple[str, Any]] | None:
 
 
 def rebuild(obj: Any, new_children: list[Any]) -> Any:
-    """A container like ``obj`` holding ``new_children`` (in :func:`children` order)."""
+    """A container like ``obj`` holding ``new_children`` (in :func:`children` order).
+
+    Example:
+        >>> rebuild((1, 2), [3, 4])
+        (3, 4)
+    """
     kind = type(obj)
     if kind in _REGISTRY:
         flatten, unflatten = _REGISTRY[kind]
@@ -101,7 +113,12 @@ def rebuild(obj: Any, new_children: list[Any]) -> Any:
 
 
 def leaves_with_paths(tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
-    """Every leaf of ``tree`` in flatten order, with its path."""
+    """Every leaf of ``tree`` in flatten order, with its path.
+
+    Example:
+        >>> list(leaves_with_paths({"w": [1.0, "s"]}, "args[0]"))
+        [("args[0]['w'][0]", 1.0), ("args[0]['w'][1]", 's')]
+    """
     kids = children(tree)
     if kids is None:
         yield prefix, tree
@@ -111,7 +128,12 @@ def leaves_with_paths(tree: Any, prefix: str) -> Iterator[tuple[str, Any]]:
 
 
 def containers_with_paths(tree: Any, prefix: str) -> Iterator[tuple[str, str]]:
-    """Every container of ``tree`` as ``(path, type name)``: the tree's shape."""
+    """Every container of ``tree`` as ``(path, type name)``: the tree's shape.
+
+    Example:
+        >>> list(containers_with_paths({"w": (1.0,)}, "x"))
+        [('x', 'dict'), ("x['w']", 'tuple')]
+    """
     kids = children(tree)
     if kids is None:
         return
@@ -121,12 +143,22 @@ def containers_with_paths(tree: Any, prefix: str) -> Iterator[tuple[str, str]]:
 
 
 def leaves(tree: Any) -> list[Any]:
-    """The leaves of ``tree`` in flatten order."""
+    """The leaves of ``tree`` in flatten order.
+
+    Example:
+        >>> leaves([1, {"a": 2}])
+        [1, 2]
+    """
     return [leaf for _, leaf in leaves_with_paths(tree, "")]
 
 
 def unflatten_like(tree: Any, new_leaves: list[Any]) -> Any:
-    """``tree`` rebuilt with ``new_leaves`` in flatten order."""
+    """``tree`` rebuilt with ``new_leaves`` in flatten order.
+
+    Example:
+        >>> unflatten_like([1, {"a": 2}], [5, 6])
+        [5, {'a': 6}]
+    """
     feed = iter(new_leaves)
 
     def walk(node: Any) -> Any:
@@ -139,7 +171,15 @@ def unflatten_like(tree: Any, new_leaves: list[Any]) -> Any:
 
 
 def map_unique(fn: Callable[[Any], Any], tree: Any) -> Any:
-    """Apply ``fn`` to each leaf, once per object, so that tied leaves stay tied."""
+    """Apply ``fn`` to each leaf, once per object, so that tied leaves stay tied.
+
+    Example:
+        >>> import numpy as np
+        >>> w = np.ones(2)
+        >>> copied = map_unique(np.copy, {"a": w, "b": w})
+        >>> copied["a"] is copied["b"] and copied["a"] is not w
+        True
+    """
     memo: dict[int, Any] = {}
 
     def apply(leaf: Any) -> Any:
@@ -151,10 +191,20 @@ def map_unique(fn: Callable[[Any], Any], tree: Any) -> Any:
 
 
 def is_float_array(value: Any) -> bool:
-    """A numpy array of a real floating dtype."""
+    """A numpy array of a real floating dtype.
+
+    Example:
+        >>> is_float_array(np.ones(2)), is_float_array(np.arange(2))
+        (True, False)
+    """
     return isinstance(value, np.ndarray) and value.dtype.kind == "f"
 
 
 def is_float_leaf(value: Any) -> bool:
-    """A differentiable leaf by the core rules: a floating array or a Python float."""
+    """A differentiable leaf by the core rules: a floating array or a Python float.
+
+    Example:
+        >>> is_float_leaf(1.0), is_float_leaf(1), is_float_leaf(np.ones(1, np.float32))
+        (True, False, True)
+    """
     return is_float_array(value) or type(value) is float

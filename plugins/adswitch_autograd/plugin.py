@@ -4,10 +4,11 @@ Registered under the entry-point group ``adswitch.backends``. autograd itself is
 imported only when a gradient or a namespace is first asked for, so a machine without
 it still imports adswitch and lists this engine as unavailable.
 
-Capabilities, honestly: nested gradients to any order (autograd's trace levels); no
-mutation and no writes into fresh buffers -- autograd's arrays are immutable, so every
-such write raises ``MutationError`` naming the operation and the fix rather than giving
-a wrong number; numpy arrays on the CPU only.
+Capabilities, honestly: nested gradients to any order (autograd's trace levels); writes
+inside ``f`` -- ``x[i] = v``, ``x += v``, into arguments, intermediates, fresh buffers and
+through views -- recorded with numpy's semantics (see ``writes.py``), or refused with
+``MutationError`` where they cannot be followed (a write into a nested call's argument, a
+view of a non-C-contiguous array...); numpy arrays on the CPU only.
 """
 
 from __future__ import annotations
@@ -46,14 +47,16 @@ class AutogradBackend(BackendBase):
     install_hint = _INSTALL_HINT
     capabilities = Capabilities(
         nested=True,
-        mutation=False,
-        fresh_buffer_writes=False,
+        mutation=True,
+        fresh_buffer_writes=True,
+        numpy_operands=True,
         devices=("cpu",),
         dtypes=("float32", "float64"),
         array_kinds=("numpy",),
         compiles=False,
     )
-    array_modules = ("autograd",)
+    # adswitch_autograd: the GuardedBox that traced arrays are while adswitch runs.
+    array_modules: tuple[str, ...] = ("autograd", "adswitch_autograd")
 
     def __init__(self) -> None:
         self._engine: ModuleType | None = None
@@ -96,9 +99,7 @@ class AutogradBackend(BackendBase):
         self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], list[Any | None]]:
         engine = self._engine if self._engine is not None else self._load()
-        result: tuple[list[Any], list[Any | None]] = engine.value_and_grad(
-            fn, leaves, active, info
-        )
+        result: tuple[list[Any], list[Any | None]] = engine.value_and_grad(fn, leaves, active, info)
         return result
 
 

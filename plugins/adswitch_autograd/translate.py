@@ -1,20 +1,19 @@
 """Turn autograd's raw failures inside ``f`` into adswitch errors that say the fix.
 
-autograd reports a write into a traced array as a bare ``TypeError`` or ``ValueError``
-from numpy, and a primitive without a derivative as ``NotImplementedError("VJP of ...")``.
-Worse, a write into a plain numpy array that the trace has already read raises nothing
-and makes the gradient silently wrong (autograd keeps references, not copies). So, for
-the duration of ``f``, the caller's numpy leaves are made read-only and any write into
-them is refused, and each recognised engine failure is re-raised as ``MutationError`` or
-``UnsupportedError`` chained to the original. Anything else ``f`` raises passes through
-unchanged.
+A write into a plain numpy array that the trace has already read raises nothing under
+autograd and makes the gradient silently wrong (autograd keeps references, not copies).
+So, for the duration of ``f``, the caller's numpy leaves are made read-only -- writes into
+differentiated arguments go through the traced arrays instead (:mod:`.writes`) -- and a
+write into a constant argument is refused. autograd's own failures (a traced value put
+into a numpy array, ``float(traced)``, a primitive without a derivative) are re-raised as
+``MutationError``/``UnsupportedError`` chained to the original. Anything else ``f``
+raises passes through unchanged.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,32 +22,23 @@ from adswitch.errors import MutationError, UnsupportedError
 
 from .boxes import mutation_message
 
-__all__ = ["guarded_call"]
+__all__ = ["freeze", "thaw", "translate"]
 
 _VJP_MISSING = re.compile(r"^VJP of (?P<name>\S+) wrt argnums? .* not defined")
 
 
-@contextmanager
-def guarded_call(leaves: Sequence[Any]) -> Iterator[None]:
-    """Run the user's function with its numpy inputs read-only and autograd's errors translated."""
+def freeze(leaves: Sequence[Any]) -> list[np.ndarray]:
+    """Make the writable numpy leaves read-only; returns them for :func:`thaw`."""
     frozen = [a for a in leaves if type(a) is np.ndarray and a.flags.writeable]
     for array in frozen:
         array.flags.writeable = False
-    try:
-        yield
-    except (TypeError, ValueError, NotImplementedError) as exc:
-        error = _translate(exc, bool(frozen))
-        if error is None:
-            raise
-        raise error from exc
-    finally:
-        if frozen:
-            _thaw(frozen)
+    return frozen
 
 
-def _thaw(arrays: list[np.ndarray]) -> None:
+def thaw(arrays: list[np.ndarray]) -> None:
+    """Make :func:`freeze`'s arrays writable again."""
     # A view can only be made writeable again once its base is; bases first, then retry.
-    pending = sorted(arrays, key=lambda a: a.base is not None)
+    pending = sorted(arrays, key=lambda a: a.base is not None) if len(arrays) > 1 else arrays
     while pending:
         failed = []
         for array in pending:
@@ -59,6 +49,13 @@ def _thaw(arrays: list[np.ndarray]) -> None:
         if len(failed) == len(pending):
             break
         pending = failed
+
+
+def translate(exc: Exception, froze_inputs: bool) -> Exception | None:
+    """The adswitch error for an exception raised inside ``f``, or ``None`` to re-raise it."""
+    if not isinstance(exc, (TypeError, ValueError, NotImplementedError)):
+        return None
+    return _translate(exc, froze_inputs)
 
 
 def _translate(exc: Exception, froze_inputs: bool) -> Exception | None:
@@ -75,9 +72,20 @@ def _translate(exc: Exception, froze_inputs: bool) -> Exception | None:
         )
     if isinstance(exc, TypeError):
         if "does not support item assignment" in text and "Box" in text:
-            return MutationError(mutation_message("x[index] = value"))
+            return MutationError(
+                mutation_message(
+                    "x[index] = value",
+                    "this array is traced by autograd called directly inside f, whose boxes "
+                    "are immutable; adswitch records writes only on its own traced arrays",
+                )
+            )
         if "returned NotImplemented from __array_ufunc__" in text and "Box" in text:
-            return MutationError(mutation_message("numpy_array += traced (an `out=` ufunc)"))
+            return MutationError(
+                mutation_message(
+                    "numpy_array += traced",
+                    "a plain numpy array (or a ufunc's `out=`) cannot hold a traced value",
+                )
+            )
         if "not 'ArrayBox'" in text or "not 'GuardedBox'" in text:
             return UnsupportedError(
                 "autograd (HIPS) cannot convert a traced array to a Python number "
@@ -87,9 +95,11 @@ def _translate(exc: Exception, froze_inputs: bool) -> Exception | None:
         return None
     if text == "setting an array element with a sequence.":
         return MutationError(
-            mutation_message("numpy_buffer[index] = traced")
-            + " (A buffer from `xp.zeros_like`/`np.zeros` is a plain numpy array that cannot "
-            "hold a traced value: build the result with `xp.stack`/`xp.concat`/`xp.where`.)"
+            mutation_message(
+                "numpy_buffer[index] = traced",
+                "a plain numpy array (from `np.zeros`, or created outside the trace) cannot "
+                "hold a traced value -- make it with the namespace, `xp.zeros_like(x)`",
+            )
         )
     if froze_inputs and "assignment destination is read-only" in text:
         return MutationError(

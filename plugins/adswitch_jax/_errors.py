@@ -64,6 +64,16 @@ def translate(exc: BaseException) -> BaseException | None:
             "function, or .tolist()), which cuts the gradient. Fix: compute with "
             "xp = ad.array_namespace(x) instead of numpy inside f."
         )
+    if isinstance(exc, TRACE_FAILURES):
+        # Raised here only when even eager jax.value_and_grad failed: the value is one
+        # being differentiated, which jax cannot hand to Python.
+        return UnsupportedError(
+            f"jax engine: f needs the concrete value of an array being differentiated "
+            f"({type(exc).__name__}: float(y), int(y), y.item(), or Python control flow on "
+            "it); jax cannot give a Python number for a value it differentiates. Fix: keep "
+            "it an array (xp.where instead of if; return the array among f's outputs and "
+            "format it after the call)."
+        )
     if isinstance(exc, jax.errors.UnexpectedTracerError):
         return UnsupportedError(
             "jax engine: a traced value escaped its differentiation (stored in a global, a "

@@ -1,1 +1,158 @@
-"""Placeholder: the jax engine plugin is being written."""
+"""The jax engine for adswitch (backend name ``"jax"``).
+
+Registered through the ``adswitch.backends`` entry point. jax is imported only when the
+engine is first used, so ``import adswitch`` stays light and a missing jax only makes this
+engine unavailable (``BackendUnavailableError`` with ``pip install "adswitch[jax]"``).
+
+What it does:
+    * **Compiles once and reuses.** The first call of a function compiles one ``jax.jit``
+      program (loss, outputs and gradients); later calls with the same function, argument
+      structure, ties, activity, constant values, 64-bit mode and leaf shapes, dtypes,
+      weak types and shardings reuse it. Any change compiles a new program; at most 256
+      programs are kept (least recently used dropped first).
+    * **float64 stays float64** without touching jax's global flag: when a leaf is 64-bit
+      (float64, int64, complex128, or a Python float) the call runs inside
+      ``jax.enable_x64(True)``, and the 64-bit mode is part of the cache key.
+    * **Falls back, and says so once** (:class:`~adswitch_jax.notices.JaxFallbackWarning`):
+      a function ``jit`` cannot trace (Python ``if``/``while`` on array values) runs
+      eagerly with ``jax.value_and_grad``; a function returning non-array outputs
+      (strings, numbers) gets its gradient compiled and, for ``withgradient``, its outputs
+      from one extra eager call. A Python number made from a value being differentiated
+      (``float(loss)`` inside ``f``) is impossible even eagerly: ``UnsupportedError``.
+    * **Nested gradients** (``ad.gradient`` inside ``f``, or inside a jax transformation of
+      your own) differentiate the enclosing call's traced values without ``jit``, so
+      second order, Hessian-vector products and deeper work.
+    * numpy in gives numpy out (writable copies); jax arrays in give jax arrays out, on
+      their devices and with their shardings.
+
+Limitations:
+    * **Mutation:** jax arrays are immutable. ``x[i] = v`` inside ``f`` (on an argument or
+      on a fresh ``xp.zeros_like`` buffer) raises ``MutationError`` with the fix
+      ``x = x.at[i].set(v)``, jax's own exception chained. With numpy arrays in, an
+      in-place operator (``y *= 3``) on an argument or on a slice (a view in numpy) raises
+      ``MutationError`` too, since jax would silently rebind instead of writing through;
+      on fresh arrays it works. With jax arrays in, ``f`` has jax's semantics (rebinding).
+    * **What f reads besides its arguments is baked into the compiled program**, as
+      under ``jax.jit``: closure variables, globals, attributes of a bound method's
+      object. A guard checks before each reuse that these are still the same objects
+      (walking dicts, tuples, attributes and the functions found there, three levels
+      deep, at most 512 objects) and that captured numpy arrays hold the same values; a
+      change recompiles, and a function whose captured state changes on every call ends
+      up eager (warned once). Not guarded: lists (f's logs and counters) and anything
+      beyond those bounds -- pass data that changes as an argument (``ad.Const(data)``).
+      Python side effects in ``f`` (printing, counters) run when it is compiled, not on
+      every call.
+    * **Duplicated with a jax shadow** cannot be updated in place (jax arrays are
+      immutable): ``add_into`` raises ``ActivityError``. Pass the argument plain and use
+      the returned gradient, or pass numpy arrays with numpy shadows.
+    * Constant (non-array) leaves are part of the cache key by value; an unhashable one
+      makes the call eager (warned once).
+
+Example:
+    >>> import numpy as np, adswitch as ad
+    >>> def f(x):
+    ...     xp = ad.array_namespace(x)
+    ...     return xp.sum(x ** 2)
+    >>> ad.gradient(f, np.array([1.0, 2.0]), backend="jax")[0]
+    array([2., 4.])
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+from adswitch.errors import ActivityError, BackendUnavailableError
+from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+
+__all__ = ["JaxBackend", "adswitch_backend"]
+
+
+class JaxBackend(BackendBase):
+    """The jax engine: compiled, cached ``jax.value_and_grad`` programs.
+
+    Example:
+        >>> JaxBackend().name
+        'jax'
+    """
+
+    name = "jax"
+    install_hint = 'pip install "adswitch[jax]"'
+    capabilities = Capabilities(
+        nested=True,
+        mutation=False,
+        fresh_buffer_writes=False,
+        devices=("cpu", "cuda", "tpu"),
+        dtypes=("float16", "float32", "float64"),
+        array_kinds=("numpy", "jax"),
+        compiles=True,
+    )
+    array_modules: tuple[str, ...] = ("jax", "jaxlib")
+
+    def __init__(self) -> None:
+        self._engine: ModuleType | None = None
+
+    def version(self) -> str:
+        try:
+            version = importlib.metadata.version("jax")
+            importlib.metadata.version("jaxlib")
+        except importlib.metadata.PackageNotFoundError as exc:
+            raise BackendUnavailableError(
+                f"the jax engine needs jax and jaxlib, which are not installed. Fix: "
+                f"{self.install_hint}"
+            ) from exc
+        return version
+
+    def _load(self) -> ModuleType:
+        if self._engine is None:
+            try:
+                from adswitch_jax import _engine
+            except ImportError as exc:
+                raise BackendUnavailableError(
+                    f"the jax engine could not import jax ({exc}). Fix: {self.install_hint}"
+                ) from exc
+            self._engine = _engine
+        return self._engine
+
+    def namespace(self, arrays: Sequence[Any]) -> Any:
+        import jax.numpy as jnp
+
+        return jnp
+
+    def value_and_grad(
+        self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], list[Any | None]]:
+        result: tuple[list[Any], list[Any | None]] = self._load().value_and_grad(
+            fn, leaves, active, info
+        )
+        return result
+
+    def add_into(self, shadow: Any, grad: Any) -> None:
+        if not self.owns(shadow):
+            super().add_into(shadow, grad)
+            return
+        raise ActivityError(
+            "jax engine: a Duplicated argument's shadow is a jax array, which is immutable, "
+            "so the gradient cannot be added into it in place. Fix: pass the argument plain "
+            "and use the returned gradient (jax style: params = params - lr * grad), or pass "
+            "numpy arrays with a numpy shadow."
+        )
+
+    def zeros_like(self, value: Any) -> Any:
+        if self.owns(value):
+            import jax.numpy as jnp
+
+            return jnp.zeros_like(value)
+        return super().zeros_like(value)
+
+    def may_alias(self, a: Any, b: Any) -> bool:
+        # jax arrays are immutable values: two of them never alias in a way that matters.
+        return super().may_alias(a, b)
+
+
+@hookimpl
+def adswitch_backend() -> Backend:
+    """The jax engine (jax is imported only when it is used)."""
+    return JaxBackend()

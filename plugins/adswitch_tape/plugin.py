@@ -1,1 +1,78 @@
-"""Placeholder: the tape engine plugin is being written."""
+"""The built-in tape engine, ``backend="tape"``: reverse mode over numpy, any order.
+
+Registered under the ``adswitch.backends`` entry point. It needs nothing but numpy, so
+``pip install adswitch`` alone differentiates real code. This module only declares the
+engine; the machinery is imported when a call needs it.
+
+Example:
+    >>> import numpy as np, adswitch as ad
+    >>> ad.gradient(lambda x: ad.array_namespace(x).sum(x * x), np.array([1.0, 2.0]),
+    ...             backend="tape")[0]
+    array([2., 4.])
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+
+__all__ = ["TapeBackend", "adswitch_backend"]
+
+
+class TapeBackend(BackendBase):
+    """The tape engine (see ``adswitch_tape`` for the design)."""
+
+    name = "tape"
+    install_hint = "pip install adswitch"
+    capabilities = Capabilities(
+        nested=True,
+        mutation=True,
+        fresh_buffer_writes=True,
+        devices=("cpu",),
+        dtypes=("float32", "float64"),
+        array_kinds=("numpy",),
+    )
+    array_modules: tuple[str, ...] = ("adswitch_tape",)
+
+    def version(self) -> str:
+        try:
+            return metadata.version("adswitch")
+        except metadata.PackageNotFoundError:
+            return "0+unknown"
+
+    def namespace(self, arrays: Sequence[Any]) -> Any:
+        """The tape's namespace when any array is traced, else numpy's (a cheap type test:
+        this runs on every ``ad.array_namespace`` call inside ``f``)."""
+        tracer, namespace = _modules()
+        for array in arrays:
+            if type(array) is tracer:
+                return namespace
+        return np
+
+    def value_and_grad(
+        self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], list[Any | None]]:
+        from .engine import value_and_grad
+
+        return value_and_grad(fn, leaves, active, info)
+
+
+@functools.cache
+def _modules() -> tuple[type, Any]:
+    """The tracer type and the namespace, imported on first use (not at plugin load)."""
+    from . import namespace
+    from .tracer import Tracer
+
+    return Tracer, namespace
+
+
+@hookimpl
+def adswitch_backend() -> Backend:
+    """The tape engine."""
+    return TapeBackend()

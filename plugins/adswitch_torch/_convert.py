@@ -32,7 +32,7 @@ def tensor_from_numpy(torch: Any, array: np.ndarray) -> tuple[Any, bool]:
         except ValueError:
             pass
     try:
-        native = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+        native = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True)
         return torch.from_numpy(native), False
     except (TypeError, ValueError):
         return None, False

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import linecache
 import os
+import sys
 from types import TracebackType
 
 import adswitch
 from adswitch.errors import MutationError, UnsupportedError
 
-__all__ = ["translate_forward", "translate_backward", "mutated_argument"]
+__all__ = [
+    "translate_forward",
+    "translate_backward",
+    "mutated_argument",
+    "user_line",
+    "caller_line",
+]
 
 _FIX_COPY = (
     "Fix: write into a fresh buffer instead (buf = xp.zeros_like(x); buf[...] = ...), or "
@@ -42,19 +49,37 @@ _SKIP_DIRS = (
 )
 
 
-def _user_line(tb: TracebackType | None) -> str:
-    """``" at file:line: `source`"`` for the innermost frame outside torch, or ``""``."""
+def _is_user_file(filename: str) -> bool:
+    return f"{os.sep}torch{os.sep}" not in filename and not filename.startswith(_SKIP_DIRS)
+
+
+def _where(filename: str, lineno: int) -> str:
+    source = linecache.getline(filename, lineno).strip()
+    found = f" at {os.path.basename(filename)}:{lineno}"
+    return found + f": `{source}`" if source else found
+
+
+def user_line(tb: TracebackType | None) -> str:
+    """``" at file:line: `source`"`` for the innermost traceback frame outside torch
+    and adswitch, or ``""``."""
     found = ""
     while tb is not None:
-        code = tb.tb_frame.f_code
-        filename = code.co_filename
-        if f"{os.sep}torch{os.sep}" not in filename and not filename.startswith(_SKIP_DIRS):
-            source = linecache.getline(filename, tb.tb_lineno).strip()
-            found = f" at {os.path.basename(filename)}:{tb.tb_lineno}"
-            if source:
-                found += f": `{source}`"
+        filename = tb.tb_frame.f_code.co_filename
+        if _is_user_file(filename):
+            found = _where(filename, tb.tb_lineno)
         tb = tb.tb_next
     return found
+
+
+def caller_line() -> str:
+    """Like :func:`user_line`, for the innermost user frame of the current stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if _is_user_file(filename):
+            return _where(filename, frame.f_lineno)
+        frame = frame.f_back  # type: ignore[assignment]
+    return ""
 
 
 def translate_forward(exc: BaseException) -> Exception | None:
@@ -63,19 +88,19 @@ def translate_forward(exc: BaseException) -> Exception | None:
     if isinstance(exc, RuntimeError) and any(m in text for m in _LEAF_MARKERS):
         return MutationError(
             f"torch: in-place write into an argument being differentiated"
-            f"{_user_line(exc.__traceback__)}. torch cannot differentiate through a write "
+            f"{user_line(exc.__traceback__)}. torch cannot differentiate through a write "
             f"into its own input (the value the write destroys may be needed for the "
             f"gradient). {_FIX_COPY}"
         )
     if isinstance(exc, RuntimeError) and _VIEW_MARKER in text and "inplace" in text:
         return MutationError(
-            f"torch: in-place write into a view{_user_line(exc.__traceback__)} that torch "
+            f"torch: in-place write into a view{user_line(exc.__traceback__)} that torch "
             f"cannot track (torch says: {text.splitlines()[0]}). {_FIX_COPY}"
         )
     if isinstance(exc, (RuntimeError, TypeError)) and any(m in text for m in _NUMPY_MARKERS):
         return UnsupportedError(
             f"torch: a numpy operation met a traced torch tensor"
-            f"{_user_line(exc.__traceback__)}; numpy cannot see torch's graph, so the "
+            f"{user_line(exc.__traceback__)}; numpy cannot see torch's graph, so the "
             f"gradient would be lost. Fix: compute with xp = ad.array_namespace(x) instead "
             f"of np.*, and wrap numpy constants with xp.asarray(c) (no copy) or pass them "
             f"as ad.Const(c) arguments."

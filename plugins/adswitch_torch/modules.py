@@ -6,13 +6,19 @@ at several places is listed once, under its first name. Buffers (running statist
 masks) and parameters with ``requires_grad=False`` are not leaves: they stay constant
 and are read from the module itself.
 
-Inside ``f`` the module argument is a :class:`FunctionalModule`: calling it runs the
+Inside ``f`` the module argument is a ``FunctionalModule``: calling it runs the
 module's ``forward`` on the traced parameter values through
 ``torch.func.functional_call`` (tied weights stay tied); ``view.fc.weight`` and
-``view["fc.weight"]`` give the traced values. The gradient of a plain module argument
-is a :class:`FunctionalModule` holding gradients (``g["fc.weight"]``, ``g.fc.weight``).
-For a ``torch.optim`` step, pass ``ad.Duplicated(model, grad_shadow(model))``: the
-gradients are then added into the parameters' ``.grad``.
+``view["fc.weight"]`` give the traced values, and other methods of the module run with
+the traced values swapped in. The gradient of a plain module argument is a
+``FunctionalModule`` holding gradients (``g["fc.weight"]``, ``g.fc.weight``). For a
+``torch.optim`` step pass ``ad.Duplicated(model, grad_shadow(model))``: the gradients
+are then added into the parameters' ``.grad``.
+
+``FunctionalModule`` subclasses ``torch.nn.Module`` only so that the tree walker (which
+resolves registered types through the MRO) gives a module and its views one node type:
+``Duplicated(model, shadow)`` requires the two structures to be equal. It is built on
+first use, because this module must not import torch when adswitch loads the plugin.
 """
 
 from __future__ import annotations
@@ -20,93 +26,129 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["FunctionalModule", "grad_shadow", "register_module_trees"]
+# ``FunctionalModule`` is served by the module ``__getattr__`` below (built on first use).
+__all__ = ["functional_module", "grad_shadow", "register_module_trees"]
+
+_CLASS: Any = None
 
 
-class FunctionalModule:
-    """A ``torch.nn.Module`` seen through a dict of values for its trainable parameters.
+def _view_class() -> Any:
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _build_view_class()
+    return _CLASS
+
+
+def __getattr__(name: str) -> Any:
+    # ``adswitch_torch.modules.FunctionalModule`` resolves (importing torch) on first use.
+    if name == "FunctionalModule":
+        return _view_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def functional_module(module: Any, params: dict[str, Any]) -> Any:
+    """A ``FunctionalModule``: ``module`` seen through values for its trainable parameters.
 
     Args:
         module: the module whose ``forward``, buffers and frozen parameters are used.
         params: parameter name (as in ``named_parameters()``) -> value: traced tensors
             inside ``f``, gradients in a result, ``.grad`` tensors in a shadow.
 
+    Returns:
+        The view; calling it runs ``module.forward`` with ``params``.
+
     Example:
         >>> import torch
         >>> lin = torch.nn.Linear(2, 1)
-        >>> view = FunctionalModule(lin, {"weight": torch.ones(1, 2), "bias": torch.zeros(1)})
+        >>> view = functional_module(lin, {"weight": torch.ones(1, 2), "bias": torch.zeros(1)})
         >>> view(torch.ones(1, 2)).item(), view.weight.shape
         (2.0, torch.Size([1, 2]))
     """
-
-    __slots__ = ("module", "params")
-
-    def __init__(self, module: Any, params: dict[str, Any]) -> None:
-        self.module = module
-        self.params = params
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from torch.func import functional_call
-
-        return functional_call(self.module, self.params, args, kwargs, tie_weights=True)
-
-    def __getitem__(self, name: str) -> Any:
-        return self.params[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.params)
-
-    def __len__(self) -> int:
-        return len(self.params)
-
-    def keys(self) -> Any:
-        return self.params.keys()
-
-    def values(self) -> Any:
-        return self.params.values()
-
-    def items(self) -> Any:
-        return self.params.items()
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names that are not slots: parameters, submodules, and the
-        # module's own attributes (hyper-parameters, other methods).
-        params = object.__getattribute__(self, "params")
-        module = object.__getattribute__(self, "module")
-        if name in params:
-            return params[name]
-        prefix = name + "."
-        sub = {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}
-        attr = getattr(module, name)
-        if sub:
-            return FunctionalModule(attr, sub)
-        if callable(attr) and getattr(attr, "__self__", None) is module:
-            return _reparametrized_method(module, params, name)
-        return attr
-
-    def __repr__(self) -> str:
-        names = ", ".join(self.params)
-        return f"FunctionalModule({type(self.module).__name__}, [{names}])"
+    return _view_class()(module, params)
 
 
-def _reparametrized_method(module: Any, params: dict[str, Any], name: str) -> Any:
-    """A method of ``module`` that runs with ``params`` swapped in (like ``forward`` does
-    under ``functional_call``), so that it sees the traced values, not the stored ones."""
+def _build_view_class() -> Any:
+    import torch
+    from torch.func import functional_call
     from torch.nn.utils.stateless import _reparametrize_module
 
-    def method(*args: Any, **kwargs: Any) -> Any:
-        with _reparametrize_module(module, params, tie_weights=True):
-            return getattr(module, name)(*args, **kwargs)
+    def reparametrized(module: Any, params: dict[str, Any], name: str) -> Any:
+        # A method other than forward, run with the traced values swapped in (as
+        # functional_call does for forward), so that it does not read stored values.
+        def method(*args: Any, **kwargs: Any) -> Any:
+            with _reparametrize_module(module, params, tie_weights=True):
+                return getattr(module, name)(*args, **kwargs)
 
-    method.__name__ = name
-    return method
+        method.__name__ = name
+        return method
+
+    class FunctionalModule(torch.nn.Module):
+        """A ``torch.nn.Module`` seen through a dict of values for its trainable
+        parameters (see :func:`functional_module`)."""
+
+        def __init__(self, module: Any, params: dict[str, Any]) -> None:
+            # No nn.Module.__init__: this is a view, it owns no parameters.
+            object.__setattr__(self, "module", module)
+            object.__setattr__(self, "params", params)
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            return functional_call(self.module, self.params, args, kwargs, tie_weights=True)
+
+        def __getitem__(self, name: str) -> Any:
+            return self.params[name]
+
+        def __iter__(self) -> Iterator[str]:
+            return iter(self.params)
+
+        def __len__(self) -> int:
+            return len(self.params)
+
+        def keys(self) -> Any:
+            return self.params.keys()
+
+        def values(self) -> Any:
+            return self.params.values()
+
+        def items(self) -> Any:
+            return self.params.items()
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only for names not found normally: parameters, submodules, and
+            # the module's own attributes (hyper-parameters, other methods).
+            vars_ = object.__getattribute__(self, "__dict__")
+            if "params" not in vars_:
+                raise AttributeError(name)
+            params, module = vars_["params"], vars_["module"]
+            if name in params:
+                return params[name]
+            prefix = name + "."
+            sub = {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}
+            attr = getattr(module, name)
+            if sub:
+                return FunctionalModule(attr, sub)
+            if callable(attr) and getattr(attr, "__self__", None) is module:
+                return reparametrized(module, params, name)
+            return attr
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            raise AttributeError(
+                f"a FunctionalModule is a read-only view; set {name!r} on its .module instead"
+            )
+
+        def __repr__(self) -> str:
+            names = ", ".join(self.params)
+            return f"FunctionalModule({type(self.module).__name__}, [{names}])"
+
+        __hash__ = object.__hash__
+
+    return FunctionalModule
 
 
 def _trainable(module: Any) -> dict[str, Any]:
     return {name: p for name, p in module.named_parameters() if p.requires_grad}
 
 
-def grad_shadow(module: Any) -> FunctionalModule:
+def grad_shadow(module: Any) -> Any:
     """A shadow for ``ad.Duplicated(module, ...)`` made of the parameters' ``.grad``.
 
     Missing ``.grad`` tensors are created as zeros on the parameter's device, so that
@@ -117,7 +159,7 @@ def grad_shadow(module: Any) -> FunctionalModule:
         module: a ``torch.nn.Module``.
 
     Returns:
-        A :class:`FunctionalModule` whose values are the ``.grad`` tensors.
+        A ``FunctionalModule`` whose values are the ``.grad`` tensors.
 
     Example:
         >>> import torch
@@ -133,29 +175,29 @@ def grad_shadow(module: Any) -> FunctionalModule:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
         params[name] = p.grad
-    return FunctionalModule(module, params)
+    return functional_module(module, params)
 
 
-def _flatten_module(module: Any) -> tuple[dict[str, Any], Any]:
-    params = _trainable(module)
+def _flatten(obj: Any) -> tuple[dict[str, Any], Any]:
+    if isinstance(obj, _view_class()):
+        params = dict(obj.params)
+        module = obj.module
+    else:
+        module, params = obj, _trainable(obj)
     return params, (module, tuple(params))
 
 
-def _flatten_view(view: FunctionalModule) -> tuple[dict[str, Any], Any]:
-    return dict(view.params), (view.module, tuple(view.params))
-
-
-def _unflatten(aux: Any, children: dict[str, Any]) -> FunctionalModule:
-    return FunctionalModule(aux[0], children)
+def _unflatten(aux: Any, children: dict[str, Any]) -> Any:
+    return _view_class()(aux[0], children)
 
 
 def register_module_trees(register: Callable[..., None]) -> None:
-    """Teach adswitch's tree walker ``torch.nn.Module`` and :class:`FunctionalModule`.
+    """Teach adswitch's tree walker ``torch.nn.Module`` (views included).
 
-    Both flatten to the same children and the same aux (the module and its parameter
-    names), so a module and a shadow built for it have equal structures.
+    A module and a view of it flatten to the same children and aux (the module and
+    its trainable parameter names), so a module and a shadow built for it have equal
+    structures.
     """
     import torch
 
-    register(torch.nn.Module, _flatten_module, _unflatten)
-    register(FunctionalModule, _flatten_view, _unflatten)
+    register(torch.nn.Module, _flatten, _unflatten)

@@ -49,8 +49,13 @@ def _build() -> types.ModuleType:
     native = (torch.Tensor, np.ndarray, np.generic)
     f64 = torch.float64
 
-    def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Any = None,
-                **kwargs: Any) -> Any:
+    def asarray(
+        obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Any = None, **kwargs: Any
+    ) -> Any:
+        if isinstance(obj, torch.Tensor) and "requires_grad" not in kwargs:
+            # Keep a copy of a traced tensor differentiable (torch >= 2.13 warns when
+            # this is left implicit; older versions would silently detach).
+            kwargs["requires_grad"] = obj.requires_grad
         result = compat.asarray(obj, dtype=dtype, device=device, copy=copy, **kwargs)
         if dtype is None and not isinstance(obj, native):
             wide = float_defaults.get(result.dtype)
@@ -77,8 +82,9 @@ def _build() -> types.ModuleType:
             dtype = torch.complex128
         return compat.full(shape, fill_value, dtype=dtype, **kwargs)
 
-    def arange(start: Any, /, stop: Any = None, step: Any = 1, *, dtype: Any = None,
-               **kwargs: Any) -> Any:
+    def arange(
+        start: Any, /, stop: Any = None, step: Any = 1, *, dtype: Any = None, **kwargs: Any
+    ) -> Any:
         if dtype is None and any(isinstance(v, float) for v in (start, stop, step)):
             dtype = f64
         return compat.arange(start, stop, step, dtype=dtype, **kwargs)

@@ -39,7 +39,7 @@ def width() -> int:
 
 
 class DualArray:
-    """A floating numpy array ``value`` with its tangents ``tangent`` (shape ``value.shape + (N,)``).
+    """A floating numpy array ``value`` with tangents ``tangent`` (``value.shape + (N,)``).
 
     Args:
         value: the primal values (a floating numpy array; not copied).
@@ -100,12 +100,16 @@ class DualArray:
     def __repr__(self) -> str:
         return f"DualArray({self.value!r}, tangents={self.tangent.shape[-1]})"
 
-    # --- conversions that would drop the derivative -----------------------------
+    # --- conversions: lossless for constants, refused where a derivative would be lost
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise _dropped("converting it to a numpy array (np.asarray, or a write into a numpy array)")
+        if self.tangent.any():
+            raise _dropped("converting it to a numpy array (np.asarray, or a write into one)")
+        return self.value if dtype is None else self.value.astype(dtype)
 
     def __float__(self) -> float:
-        raise _dropped("float()")
+        if self.tangent.any():
+            raise _dropped("float()")
+        return float(self.value)
 
     def __bool__(self) -> bool:
         return bool(self.value)
@@ -208,10 +212,10 @@ class DualArray:
     def __ge__(self, other: Any) -> Any:
         return self.value >= parts(other)[0]
 
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+    def __eq__(self, other: object) -> Any:
         return self.value == parts(other)[0]
 
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+    def __ne__(self, other: object) -> Any:
         return self.value != parts(other)[0]
 
     # --- in place: value and tangent are updated in their own memory, so views see it

@@ -17,25 +17,27 @@ Example:
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from adswitch.errors import UnsupportedError
-from adswitch_dual.dual import DualArray, binary, combine, matmul, parts, power, unary, width
+from adswitch_dual.dual import DualArray, binary, combine, matmul, parts, power, unary
 
 __array_api_version__ = "2023.12"
 
 e, pi, inf, nan, newaxis = np.e, np.pi, np.inf, np.nan, None
-bool = np.bool_  # noqa: A001 -- the standard's name
+bool = np.bool_
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, float32, float64 = np.uint8, np.float32, np.float64
 finfo, iinfo, isdtype = np.finfo, np.iinfo, np.isdtype
-pow = power  # noqa: A001 -- the standard's name
-matmul = matmul
+pow = power
+matmul = matmul  # re-exported: the namespace is this module
 
 
-def _unary(f: Any, df: Any) -> Any:
+def _unary(f: Any, df: Any) -> Callable[[Any], DualArray]:
     def function(x: Any) -> DualArray:
         return unary(x, f, df)
 
@@ -43,39 +45,36 @@ def _unary(f: Any, df: Any) -> Any:
     return function
 
 
-# name: (numpy function, derivative as a function of (value, output))
-_ELEMENTWISE = {
-    "exp": (np.exp, lambda v, o: o),
-    "expm1": (np.expm1, lambda v, o: o + 1.0),
-    "log": (np.log, lambda v, o: 1.0 / v),
-    "log1p": (np.log1p, lambda v, o: 1.0 / (1.0 + v)),
-    "log2": (np.log2, lambda v, o: 1.0 / (v * np.log(2.0))),
-    "log10": (np.log10, lambda v, o: 1.0 / (v * np.log(10.0))),
-    "sqrt": (np.sqrt, lambda v, o: 0.5 / o),
-    "square": (np.square, lambda v, o: 2.0 * v),
-    "sin": (np.sin, lambda v, o: np.cos(v)),
-    "cos": (np.cos, lambda v, o: -np.sin(v)),
-    "tan": (np.tan, lambda v, o: 1.0 + o * o),
-    "asin": (np.arcsin, lambda v, o: 1.0 / np.sqrt(1.0 - v * v)),
-    "acos": (np.arccos, lambda v, o: -1.0 / np.sqrt(1.0 - v * v)),
-    "atan": (np.arctan, lambda v, o: 1.0 / (1.0 + v * v)),
-    "sinh": (np.sinh, lambda v, o: np.cosh(v)),
-    "cosh": (np.cosh, lambda v, o: np.sinh(v)),
-    "tanh": (np.tanh, lambda v, o: 1.0 - o * o),
-    "asinh": (np.arcsinh, lambda v, o: 1.0 / np.sqrt(v * v + 1.0)),
-    "acosh": (np.arccosh, lambda v, o: 1.0 / np.sqrt(v * v - 1.0)),
-    "atanh": (np.arctanh, lambda v, o: 1.0 / (1.0 - v * v)),
-    "abs": (np.abs, lambda v, o: np.sign(v)),  # 0 at 0, like the other engines
-    "negative": (np.negative, lambda v, o: -1.0),
-    "positive": (np.positive, lambda v, o: 1.0),
-    # Piecewise constant: derivative 0 wherever it exists.
-    "sign": (np.sign, lambda v, o: 0.0),
-    "floor": (np.floor, lambda v, o: 0.0),
-    "ceil": (np.ceil, lambda v, o: 0.0),
-    "round": (np.round, lambda v, o: 0.0),
-    "trunc": (np.trunc, lambda v, o: 0.0),
-}
-globals().update({name: _unary(f, df) for name, (f, df) in _ELEMENTWISE.items()})
+# Elementwise functions: _unary(numpy function, derivative as a function of (value, output)).
+exp = _unary(np.exp, lambda v, o: o)
+expm1 = _unary(np.expm1, lambda v, o: o + 1.0)
+log = _unary(np.log, lambda v, o: 1.0 / v)
+log1p = _unary(np.log1p, lambda v, o: 1.0 / (1.0 + v))
+log2 = _unary(np.log2, lambda v, o: 1.0 / (v * np.log(2.0)))
+log10 = _unary(np.log10, lambda v, o: 1.0 / (v * np.log(10.0)))
+sqrt = _unary(np.sqrt, lambda v, o: 0.5 / o)
+square = _unary(np.square, lambda v, o: 2.0 * v)
+sin = _unary(np.sin, lambda v, o: np.cos(v))
+cos = _unary(np.cos, lambda v, o: -np.sin(v))
+tan = _unary(np.tan, lambda v, o: 1.0 + o * o)
+asin = _unary(np.arcsin, lambda v, o: 1.0 / np.sqrt(1.0 - v * v))
+acos = _unary(np.arccos, lambda v, o: -1.0 / np.sqrt(1.0 - v * v))
+atan = _unary(np.arctan, lambda v, o: 1.0 / (1.0 + v * v))
+sinh = _unary(np.sinh, lambda v, o: np.cosh(v))
+cosh = _unary(np.cosh, lambda v, o: np.sinh(v))
+tanh = _unary(np.tanh, lambda v, o: 1.0 - o * o)
+asinh = _unary(np.arcsinh, lambda v, o: 1.0 / np.sqrt(v * v + 1.0))
+acosh = _unary(np.arccosh, lambda v, o: 1.0 / np.sqrt(v * v - 1.0))
+atanh = _unary(np.arctanh, lambda v, o: 1.0 / (1.0 - v * v))
+abs = _unary(np.abs, lambda v, o: np.sign(v))  # 0 at 0, like the other engines
+negative = _unary(np.negative, lambda v, o: -1.0)
+positive = _unary(np.positive, lambda v, o: 1.0)
+# Piecewise constant: derivative 0 wherever it exists.
+sign = _unary(np.sign, lambda v, o: 0.0)
+floor = _unary(np.floor, lambda v, o: 0.0)
+ceil = _unary(np.ceil, lambda v, o: 0.0)
+round = _unary(np.round, lambda v, o: 0.0)
+trunc = _unary(np.trunc, lambda v, o: 0.0)
 
 
 def add(a: Any, b: Any) -> DualArray:
@@ -108,9 +107,7 @@ def minimum(a: Any, b: Any) -> DualArray:
 
 
 def logaddexp(a: Any, b: Any) -> DualArray:
-    return binary(
-        a, b, np.logaddexp, lambda a, b, o: np.exp(a - o), lambda a, b, o: np.exp(b - o)
-    )
+    return binary(a, b, np.logaddexp, lambda a, b, o: np.exp(a - o), lambda a, b, o: np.exp(b - o))
 
 
 def atan2(a: Any, b: Any) -> DualArray:
@@ -127,7 +124,7 @@ def hypot(a: Any, b: Any) -> DualArray:
     return binary(a, b, np.hypot, lambda a, b, o: a / o, lambda a, b, o: b / o)
 
 
-def clip(x: Any, /, min: Any = None, max: Any = None) -> DualArray:  # noqa: A002
+def clip(x: Any, /, min: Any = None, max: Any = None) -> DualArray:
     out = x if isinstance(x, DualArray) else asarray(x)
     out = out if min is None else maximum(out, min)
     return out if max is None else minimum(out, max)
@@ -154,7 +151,7 @@ less, less_equal = _plain(np.less), _plain(np.less_equal)
 greater, greater_equal = _plain(np.greater), _plain(np.greater_equal)
 isnan, isinf, isfinite = _plain(np.isnan), _plain(np.isinf), _plain(np.isfinite)
 argmax, argmin, nonzero = _plain(np.argmax), _plain(np.argmin), _plain(np.nonzero)
-all, any = _plain(np.all), _plain(np.any)  # noqa: A001
+all, any = _plain(np.all), _plain(np.any)
 
 
 # --- reductions -----------------------------------------------------------------------
@@ -165,21 +162,27 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(a % ndim if ndim else a for a in axes)
 
 
-def sum(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> DualArray:  # noqa: A001
+def sum(
+    x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: builtins.bool = False
+) -> DualArray:
     value, tangent = parts(x)
     value = np.asarray(value)
     ax = _axes(axis, value.ndim)
     out = np.sum(value, axis=ax, keepdims=keepdims, dtype=dtype)
-    return combine(out, [(None, None if tangent is None else np.sum(tangent, ax, None, None, keepdims))])
+    return combine(
+        out, [(None, None if tangent is None else np.sum(tangent, axis=ax, keepdims=keepdims))]
+    )
 
 
-def mean(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> DualArray:
+def mean(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> DualArray:
     value = np.asarray(parts(x)[0])
     count = int(np.prod([value.shape[a] for a in _axes(axis, value.ndim)]))
     return sum(x, axis=axis, keepdims=keepdims) / count
 
 
-def prod(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> DualArray:
+def prod(
+    x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: builtins.bool = False
+) -> DualArray:
     value, tangent = parts(x)
     value = np.asarray(value)
     ax = _axes(axis, value.ndim)
@@ -199,7 +202,7 @@ def prod(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = Fal
     return combine(out, [(None, total.reshape((*np.shape(out), tangent.shape[-1])))])
 
 
-def _extreme(x: Any, axis: Any, keepdims: bool, f: Any) -> DualArray:
+def _extreme(x: Any, axis: Any, keepdims: builtins.bool, f: Any) -> DualArray:
     value, tangent = parts(x)
     value = np.asarray(value)
     ax = _axes(axis, value.ndim)
@@ -209,30 +212,34 @@ def _extreme(x: Any, axis: Any, keepdims: bool, f: Any) -> DualArray:
         return DualArray(out)
     hits = value == top  # ties share the derivative equally
     weights = hits / np.sum(hits, axis=ax, keepdims=True)
-    return combine(out, [(None, np.sum(weights[..., None] * tangent, ax, None, None, keepdims))])
+    return combine(out, [(None, np.sum(weights[..., None] * tangent, axis=ax, keepdims=keepdims))])
 
 
-def max(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> DualArray:  # noqa: A001
+def max(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> DualArray:
     return _extreme(x, axis, keepdims, np.max)
 
 
-def min(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> DualArray:  # noqa: A001
+def min(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> DualArray:
     return _extreme(x, axis, keepdims, np.min)
 
 
-def var(x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> DualArray:
+def var(
+    x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: builtins.bool = False
+) -> DualArray:
     value = np.asarray(parts(x)[0])
     count = int(np.prod([value.shape[a] for a in _axes(axis, value.ndim)]))
     deviation = x - mean(x, axis=axis, keepdims=True)
     return sum(deviation * deviation, axis=axis, keepdims=keepdims) / (count - correction)
 
 
-def std(x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> DualArray:
-    return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))  # type: ignore[name-defined]  # noqa: F821
+def std(
+    x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: builtins.bool = False
+) -> DualArray:
+    return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
 
 
 def cumulative_sum(
-    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: builtins.bool = False
 ) -> DualArray:
     value, tangent = parts(x)
     value = np.asarray(value)
@@ -242,7 +249,11 @@ def cumulative_sum(
         axis = 0
     axis %= value.ndim
     out = np.cumulative_sum(value, axis=axis, include_initial=include_initial)
-    t = None if tangent is None else np.cumulative_sum(tangent, axis=axis, include_initial=include_initial)
+    t = (
+        None
+        if tangent is None
+        else np.cumulative_sum(tangent, axis=axis, include_initial=include_initial)
+    )
     return combine(out, [(None, t)])
 
 
@@ -256,7 +267,7 @@ def _both(x: Any, on_value: Any, on_tangent: Any) -> DualArray:
     return DualArray(on_value(x.value), on_tangent(x.tangent))
 
 
-def reshape(x: Any, /, shape: tuple[int, ...], *, copy: bool | None = None) -> DualArray:
+def reshape(x: Any, /, shape: tuple[int, ...], *, copy: builtins.bool | None = None) -> DualArray:
     value = np.asarray(parts(x)[0]).reshape(shape)
     return _both(x, lambda v: value, lambda t: t.reshape((*value.shape, t.shape[-1])))
 
@@ -287,7 +298,9 @@ def flip(x: Any, /, *, axis: Any = None) -> DualArray:
 def broadcast_to(x: Any, /, shape: tuple[int, ...]) -> DualArray:
     x = x if isinstance(x, DualArray) else asarray(x)
     target = (*shape, x.tangent.shape[-1])
-    return combine(np.broadcast_to(x.value, shape).copy(), [(None, np.broadcast_to(x.tangent, target))])
+    return combine(
+        np.broadcast_to(x.value, shape).copy(), [(None, np.broadcast_to(x.tangent, target))]
+    )
 
 
 def take(x: Any, indices: Any, /, *, axis: int | None = None) -> DualArray:
@@ -303,10 +316,8 @@ def take(x: Any, indices: Any, /, *, axis: int | None = None) -> DualArray:
 
 def _join(arrays: Any, axis: int, ndim_out: int, f: Any) -> DualArray:
     duals = [a if isinstance(a, DualArray) else asarray(a) for a in arrays]
-    n = next((d.tangent.shape[-1] for d in duals if d.tangent.size or d.size == 0), width())
-    tangents = [d.tangent if d.tangent.shape[-1] == n else np.zeros((*d.shape, n)) for d in duals]
     at = axis % ndim_out
-    return DualArray(f([d.value for d in duals], at), f(tangents, at))
+    return DualArray(f([d.value for d in duals], at), f([d.tangent for d in duals], at))
 
 
 def concat(arrays: Any, /, *, axis: int | None = 0) -> DualArray:
@@ -324,13 +335,15 @@ def _made(array: np.ndarray) -> Any:
     return DualArray(array) if np.issubdtype(array.dtype, np.floating) else array
 
 
-def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None) -> Any:
+def asarray(
+    obj: Any, /, *, dtype: Any = None, device: Any = None, copy: builtins.bool | None = None
+) -> Any:
     if isinstance(obj, DualArray):
         return obj if dtype is None else astype(obj, dtype)
     return _made(np.array(obj, dtype=dtype, copy=copy))
 
 
-def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:
     if not isinstance(x, DualArray):
         return _made(np.asarray(x).astype(dtype, copy=copy))
     if not np.issubdtype(np.dtype(dtype), np.floating):

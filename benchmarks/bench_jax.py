@@ -1,0 +1,182 @@
+"""adswitch on the jax engine against a hand-written ``jax.jit(jax.grad(f))``, side by side.
+
+Run: ``python benchmarks/bench_jax.py [--profile]``. Prints a Markdown table of medians of
+interleaved short batches and the ratio adswitch / jax for each workload, with the same
+64-bit setting on both sides:
+
+* ``float32, jax arrays``: jax's default mode; arrays in, arrays out.
+* ``float64, numpy``: numpy float64 in and out. adswitch scopes 64-bit mode to the call;
+  the hand-written side does the same (``with jax.enable_x64(True)``) and converts its
+  gradients to numpy, as a caller holding numpy data must.
+
+A second table splits the tiny workload's time between jax, the jax engine and the front
+end. ``--profile`` then prints a cProfile of adswitch on the tiny workload.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import pstats
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import jax
+import jax.numpy as jnp
+from timing import calibrate, fmt_seconds, print_table, time_once
+from workloads import WORKLOADS
+
+import adswitch as ad
+
+TARGETS = {"tiny": 1.5, "mlp": 1.05}
+
+
+def compare(
+    contenders: dict[str, Callable[[], Any]], rounds: int = 150, batch_s: float = 0.002
+) -> dict[str, float]:
+    """Median seconds per call, contenders alternating in short batches (~2 ms each).
+
+    The machine is shared: short alternating batches (instead of ``timing.compare``'s
+    20 ms ones) keep a change of load from landing on one contender only.
+    """
+    inner = {name: calibrate(fn, batch_s) for name, fn in contenders.items()}
+    samples: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            for name in names[r % 2 :] + names[: r % 2]:  # alternate who goes first
+                samples[name].append(time_once(contenders[name], inner[name]))
+    finally:
+        gc.enable()
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# The differentiable arguments come first; every workload differentiates only its first
+# argument (tiny/chain: x; mlp/nested: the parameters), the rest are ad.Const.
+N_ACTIVE = 1
+_block: Any = jax.block_until_ready  # untyped in jax
+
+
+def _consts(args: tuple[Any, ...], n_active: int) -> tuple[Any, ...]:
+    return (*args[:n_active], *(ad.Const(a) for a in args[n_active:]))
+
+
+def _contenders_f32(name: str) -> dict[str, Callable[[], Any]]:
+    loss, make_args = WORKLOADS[name]
+    args = jax.tree.map(
+        lambda a: jnp.asarray(a, dtype=jnp.float32), make_args(np.random.default_rng(0))
+    )
+    n = N_ACTIVE
+    wrapped = _consts(args, n)
+    direct = jax.jit(jax.grad(loss, argnums=tuple(range(n))))
+
+    def run_adswitch() -> Any:
+        return _block(ad.gradient(loss, *wrapped, backend="jax")[:n])
+
+    def run_jax() -> Any:
+        return _block(direct(*args))
+
+    return {"adswitch": run_adswitch, "jax.jit(jax.grad)": run_jax}
+
+
+def _contenders_f64(name: str) -> dict[str, Callable[[], Any]]:
+    loss, make_args = WORKLOADS[name]
+    args = make_args(np.random.default_rng(0))
+    n = N_ACTIVE
+    wrapped = _consts(args, n)
+    direct = jax.jit(jax.grad(loss, argnums=tuple(range(n))))
+
+    def run_adswitch() -> Any:
+        return ad.gradient(loss, *wrapped, backend="jax")[:n]
+
+    def run_jax() -> Any:
+        with jax.enable_x64(True):
+            grads = direct(*args)
+        return jax.tree.map(np.array, grads)
+
+    return {"adswitch": run_adswitch, "jax.jit(jax.grad)": run_jax}
+
+
+def _check(contenders: dict[str, Callable[[], Any]]) -> None:
+    # The two sides must compute the same gradient before their times mean anything.
+    ours, theirs = (jax.tree.leaves(fn()) for fn in contenders.values())
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=1e-6)
+
+
+def breakdown() -> None:
+    """Where adswitch's time goes on tiny: jax, the jax engine, the front end."""
+    from adswitch.registry import default_registry
+    from adswitch.spec import CallInfo
+
+    loss, make_args = WORKLOADS["tiny"]
+    x = jnp.asarray(make_args(np.random.default_rng(0))[0], dtype=jnp.float32)
+    direct = jax.jit(jax.grad(loss))
+    engine = default_registry().get("jax")
+
+    def fn(leaves: Any) -> tuple[Any, list[Any]]:
+        value = loss(leaves[0])
+        return value, [value]
+
+    info = CallInfo(depth=0, cache_key=(loss, "bench"), entry="gradient")
+    medians = compare(
+        {
+            "jax.jit(jax.grad)": lambda: direct(x),
+            "engine.value_and_grad": lambda: engine.value_and_grad(fn, [x], [True], info),
+            'ad.gradient(backend="jax")': lambda: ad.gradient(loss, x, backend="jax"),
+            "ad.gradient (engine from array type)": lambda: ad.gradient(loss, x),
+        }
+    )
+    base = medians["jax.jit(jax.grad)"]
+    print_table(
+        ["tiny, float32 jax arrays", "median", "over jax"],
+        [[name, fmt_seconds(t), f"+{fmt_seconds(t - base)}"] for name, t in medians.items()],
+    )
+
+
+def main(profile: bool = False) -> None:
+    rows = []
+    modes = (("float32, jax arrays", _contenders_f32), ("float64, numpy", _contenders_f64))
+    for mode, build in modes:
+        for name in ("tiny", "chain", "mlp", "nested"):
+            contenders = build(name)
+            _check(contenders)
+            medians = compare(contenders)
+            ours, theirs = medians["adswitch"], medians["jax.jit(jax.grad)"]
+            ratio = ours / theirs
+            target = TARGETS.get(name)
+            verdict = "" if target is None else ("ok" if ratio <= target else "over")
+            rows.append(
+                [
+                    name,
+                    mode,
+                    fmt_seconds(ours),
+                    fmt_seconds(theirs),
+                    f"{ratio:.2f}x",
+                    "" if target is None else f"<= {target}x {verdict}",
+                ]
+            )
+    print_table(["workload", "arrays", "adswitch", "jax.jit(jax.grad)", "ratio", "target"], rows)
+    print()
+    breakdown()
+    if profile:
+        run = _contenders_f32("tiny")["adswitch"]
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(3000):
+            run()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
+
+
+if __name__ == "__main__":
+    main(profile="--profile" in sys.argv)

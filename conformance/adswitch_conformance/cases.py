@@ -1,0 +1,40 @@
+"""The case catalogue: one module per family, `cases_<family>.py`."""
+
+from __future__ import annotations
+
+from .case import Case
+
+__all__ = ["catalogue"]
+
+
+def catalogue() -> list[Case]:
+    """Every case, family by family (imports the family modules on first use).
+
+    Example:
+        >>> len(catalogue()) >= 60
+        True
+    """
+    from . import (
+        cases_activity,
+        cases_basics,
+        cases_hygiene,
+        cases_mutation,
+        cases_nested,
+        cases_ops,
+        cases_ties,
+        cases_trees,
+    )
+
+    cases: list[Case] = []
+    for module in (
+        cases_basics,
+        cases_ops,
+        cases_trees,
+        cases_activity,
+        cases_ties,
+        cases_nested,
+        cases_mutation,
+        cases_hygiene,
+    ):
+        cases.extend(module.CASES)
+    return cases

@@ -1,0 +1,188 @@
+"""The guard on what a compiled program baked in besides its arguments.
+
+``jax.jit`` turns everything ``f`` reads from outside its arguments -- closure variables,
+globals, attributes of a bound method's object -- into constants of the program. A later
+call must not reuse the program once any of them changed. A :class:`Guard` records, after
+the program was traced, the objects ``f`` can reach that way (a bounded walk) and copies
+of the writable numpy arrays among them; :meth:`Guard.holds` tells whether all are still
+the same objects and the arrays hold the same values.
+
+The walk follows ``f``'s defaults, closure cells and the globals it names; into dicts,
+tuples and objects' attributes, and into the functions found there, three levels deep
+and at most :data:`MAX_TOKENS` objects. It does not look into lists (usually logs or
+counters ``f`` appends to), nor past those bounds: data reached only that way is assumed
+constant, as ``jax.jit`` itself assumes of everything. No jax import here.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MAX_COPY_BYTES", "MAX_TOKENS", "Guard", "collect"]
+
+MAX_TOKENS = 512
+MAX_COPY_BYTES = 16 * 2**20
+_DEPTH = 3
+_MISSING = object()
+# Never looked into: immutable values, and objects whose contents are code or libraries.
+_ATOMS = (
+    str,
+    bytes,
+    int,
+    float,
+    complex,
+    type(None),
+    types.ModuleType,
+    type,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    np.dtype,
+    np.generic,
+    np.ufunc,
+)
+# The same as exact types, for a fast first test (the sentinel is a plain object).
+_ATOM_TYPES = frozenset((*_ATOMS, bool, object, np.ufunc))
+
+
+def collect(func: Any) -> tuple[list[Any], list[np.ndarray]]:
+    """The objects ``func`` can read besides its arguments, and the writable numpy
+    arrays among them (see the module docstring for how far the walk goes).
+
+    Args:
+        func: the user's function (a function, bound method or callable object).
+
+    Returns:
+        ``(tokens, arrays)``: every object met, in a fixed order, and the arrays.
+
+    Example:
+        >>> w = np.ones(2)
+        >>> tokens, arrays = collect(lambda x: x * w)
+        >>> arrays[0] is w
+        True
+    """
+    tokens: list[Any] = []
+    arrays: list[np.ndarray] = []
+    _walk(func, tokens, arrays, _DEPTH, set())
+    return tokens, arrays
+
+
+def _reads(fn: types.FunctionType) -> list[Any]:
+    """What ``fn`` itself reads besides its arguments: defaults, closure cells, the
+    globals it names (attribute names are among ``co_names`` too: absent, so constant)."""
+    values: list[Any] = [fn.__defaults__, fn.__kwdefaults__]
+    if fn.__defaults__:
+        values.extend(fn.__defaults__)
+    closure = fn.__closure__
+    if closure:
+        for cell in closure:
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:  # an empty cell: the variable is not bound yet
+                values.append(_MISSING)
+    get = fn.__globals__.get
+    values.extend([get(name, _MISSING) for name in fn.__code__.co_names])
+    return values
+
+
+def _walk_function(
+    fn: types.FunctionType, tokens: list[Any], arrays: list[np.ndarray], depth: int, seen: set[int]
+) -> None:
+    for value in _reads(fn):
+        if type(value) in _ATOM_TYPES:  # most globals: modules, absent names
+            tokens.append(value)
+        else:
+            _walk(value, tokens, arrays, depth, seen)
+
+
+def _walk(
+    value: Any, tokens: list[Any], arrays: list[np.ndarray], depth: int, seen: set[int]
+) -> None:
+    if len(tokens) >= MAX_TOKENS:
+        return
+    tokens.append(value)
+    kind = type(value)
+    if kind in _ATOM_TYPES:
+        return
+    if kind is np.ndarray:
+        if value.flags.writeable:
+            arrays.append(value)
+        return
+    if depth <= 0 or isinstance(value, _ATOMS) or kind is list:
+        return
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    depth -= 1
+    if kind is types.FunctionType:
+        _walk_function(value, tokens, arrays, depth, seen)
+    elif kind is types.MethodType:
+        _walk(value.__self__, tokens, arrays, depth, seen)
+        _walk(value.__func__, tokens, arrays, depth + 1, seen)
+    elif kind is dict:
+        for key, item in value.items():
+            tokens.append(key)
+            _walk(item, tokens, arrays, depth, seen)
+    elif kind is tuple:
+        for item in value:
+            _walk(item, tokens, arrays, depth, seen)
+    else:
+        attributes = getattr(value, "__dict__", None)
+        if type(attributes) is dict:
+            for key, item in attributes.items():
+                tokens.append(key)
+                _walk(item, tokens, arrays, depth, seen)
+
+
+def _same_values(a: np.ndarray, b: np.ndarray | None) -> bool:
+    if b is None:  # too big to keep a copy of: identity was checked
+        return True
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+
+
+class Guard:
+    """What a program baked in, checked before the program is reused.
+
+    Args:
+        func: the user's function, right after the program was traced.
+
+    Example:
+        >>> state = {"scale": 1.0}
+        >>> f = lambda x: state["scale"] * x
+        >>> guard = Guard(f)
+        >>> guard.holds(f)
+        True
+        >>> state["scale"] = 3.0
+        >>> guard.holds(f)
+        False
+    """
+
+    __slots__ = ("copies", "reads", "shallow", "tokens", "unchecked_bytes")
+
+    def __init__(self, func: Any) -> None:
+        # Fast path: a plain function reading only atoms (modules, numbers, names that
+        # are attributes) is checked by comparing what it reads, without the walk.
+        plain = type(func) is types.FunctionType
+        self.reads = _reads(func) if plain else []
+        self.shallow = plain and all(type(v) in _ATOM_TYPES for v in self.reads)
+        tokens, arrays = ([], []) if self.shallow else collect(func)
+        # The objects themselves are kept, not their ids: an id freed and reused by a new
+        # object cannot fake a match.
+        self.tokens = tokens
+        # Values are compared for arrays up to MAX_COPY_BYTES each; a bigger one is only
+        # checked to be the same object (copying it on every compile would be too costly).
+        self.unchecked_bytes = sum(a.nbytes for a in arrays if a.nbytes > MAX_COPY_BYTES)
+        self.copies = [a.copy() if a.nbytes <= MAX_COPY_BYTES else None for a in arrays]
+
+    def holds(self, func: Any) -> bool:
+        """Whether everything recorded is still the same object, with the same values."""
+        if self.shallow:
+            reads = _reads(func)
+            return len(reads) == len(self.reads) and all(map(operator.is_, reads, self.reads))
+        tokens, arrays = collect(func)
+        if len(tokens) != len(self.tokens) or not all(map(operator.is_, tokens, self.tokens)):
+            return False
+        return all(map(_same_values, arrays, self.copies))

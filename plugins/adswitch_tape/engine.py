@@ -1,0 +1,195 @@
+"""One differentiation call on the tape: trace, sweep, hand back, restore.
+
+``value_and_grad`` (the engine contract's one primitive, see ``adswitch.spec``):
+    1. a fresh :class:`~adswitch_tape.core.Trace`; each active leaf becomes a tracer
+       (a Python float as a 0-d float64 array); numpy arrays the backward pass will
+       read (the differentiated arrays, constants saved by operations, index arrays) are
+       locked read-only until it ends, so a write by ``f`` into them raises
+       ``MutationError`` (numpy's read-only error, translated) instead of corrupting the
+       gradient; writes through tracers are recorded copy-on-write and differentiated.
+       Known gap: a numpy view of such an array taken *before* the call keeps its own
+       writeable flag (numpy does not propagate it), so a write through it is not caught;
+    2. ``fn(values)``, then one backward sweep from the loss;
+    3. outputs unwrapped from this level (plain numpy at top level, fresh buffers
+       included; values of the enclosing call stay its tracers); gradients in each
+       leaf's dtype, each its own writeable array (a Python float for a Python float
+       leaf), zeros for unused leaves;
+    4. always, also when ``f`` raised: the locks are released and an argument array
+       that ``f`` wrote into through its tracer receives the final value, as a plain
+       call of ``f`` would have left it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from adswitch.errors import MutationError
+from adswitch.spec import CallInfo, LossFn
+
+from . import prims as P
+from . import vjps as _vjps  # noqa: F401  -- the rules must be registered before a sweep
+from .core import FREE, Trace, backward
+from .mutation import sync
+from .tracer import Tracer, raw
+
+__all__ = ["value_and_grad"]
+
+
+def value_and_grad(
+    fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+) -> tuple[list[Any], list[Any | None]]:
+    """Differentiate ``fn``'s loss with respect to the active leaves (see module doc)."""
+    trace = Trace()
+    values = list(leaves)
+    traced: dict[int, tuple[Tracer, Any, int]] = {}  # leaf -> (tracer, first value, slot)
+    for i, (leaf, act) in enumerate(zip(leaves, active, strict=True)):
+        if not act:
+            continue
+        if isinstance(leaf, float):
+            value: Any = np.asarray(leaf, dtype=np.float64)
+        else:
+            value = leaf
+            if type(leaf) is np.ndarray:
+                trace.guard(leaf, f"differentiated argument (leaf {i}, shape {leaf.shape})")
+        t = trace.leaf(value)
+        values[i] = t
+        traced[i] = (t, value, t._idx)  # type: ignore[assignment]
+    try:
+        loss, outs = fn(values)
+        grads = _sweep(trace, loss)
+        out_leaves = [_unwrap(o, trace) for o in outs]
+    except ValueError as exc:
+        error = _translate(exc, trace)
+        if error is None:
+            raise
+        raise error from exc
+    finally:
+        trace.close()
+        _write_back(leaves, traced)
+    seen: set[int] = set()
+    result: list[Any | None] = [None] * len(leaves)
+    for i, (_, value, slot) in traced.items():
+        result[i] = _conform(grads[slot] if grads else None, leaves[i], value, seen)
+    return out_leaves, result
+
+
+def _sweep(trace: Trace, loss: Any) -> list[Any] | None:
+    if type(loss) is not Tracer:
+        return None
+    if loss._base is not None:
+        sync(loss)
+    if loss._trace is not trace or loss._idx is None:
+        _unwrap(loss, trace)  # a leaked tracer of a finished call raises here
+        return None
+    return backward(trace, loss._idx, _seed(raw(loss).dtype))
+
+
+_SEEDS: dict[Any, np.ndarray] = {}
+
+
+def _seed(dtype: Any) -> np.ndarray:
+    """``1`` of the loss's dtype; cached read-only (``_conform`` copies it if it reaches a
+    gradient unchanged), as building it costs more than the rest of a tiny call."""
+    seed = _SEEDS.get(dtype)
+    if seed is None:
+        seed = np.ones((), dtype=dtype)
+        seed.flags.writeable = False
+        _SEEDS[dtype] = seed
+    return seed
+
+
+def _unwrap(x: Any, trace: Trace) -> Any:
+    """An output leaf without this call's tracers."""
+    if type(x) is not Tracer:
+        return x
+    if x._base is not None:
+        sync(x)
+    if x._trace is trace:
+        return x._value
+    if x._trace is FREE:  # a fresh buffer no traced value was written into
+        return raw(x)
+    if not x._trace.live:
+        raise MutationError(
+            "tape: f returned a traced value of a gradient call that has already returned "
+            "(kept in a global, a closure or an outer object). Fix: return values from the "
+            "function that computes them and pass them in as arguments."
+        )
+    return x  # a value of an enclosing call: stays its tracer
+
+
+def _conform(g: Any, leaf: Any, value: Any, seen: set[int]) -> Any:
+    """A gradient in the leaf's type and dtype, never shared with another leaf's."""
+    if g is None:
+        return type(leaf)(0.0) if isinstance(leaf, float) else np.zeros_like(raw(value))
+    if type(g) is Tracer:  # nested call: stays differentiable by the enclosing one
+        if g.dtype != raw(value).dtype:
+            g = P.astype(g, dtype=raw(value).dtype)
+        if id(g) in seen:
+            g = P.positive(g)
+        seen.add(id(g))
+        return g
+    if isinstance(leaf, float):
+        return type(leaf)(g)
+    dtype = raw(value).dtype
+    g = np.asarray(g)
+    if g.shape != np.shape(raw(value)):
+        g = np.broadcast_to(g, np.shape(raw(value)))
+    if g.dtype != dtype or id(g) in seen or not (g.flags.owndata and g.flags.writeable):
+        g = np.array(g, dtype=dtype, copy=True)
+    seen.add(id(g))
+    return g
+
+
+def _write_back(leaves: Sequence[Any], traced: dict[int, tuple[Tracer, Any, int]]) -> None:
+    """Give each argument array that ``f`` wrote into through its tracer the final value."""
+    for i, (t, first, _) in traced.items():
+        if t._base is not None:
+            sync(t)
+        if t._value is first:
+            continue
+        leaf, final = leaves[i], t._value
+        if type(leaf) is Tracer:
+            leaf[...] = final
+        elif type(leaf) is np.ndarray:
+            if type(final) is Tracer:
+                raise MutationError(
+                    "tape: f wrote a value traced by an enclosing gradient call into a plain "
+                    "numpy argument of an inner call. Fix: pass a traced array (or a copy "
+                    "made with xp.zeros_like) as the inner argument."
+                )
+            np.copyto(leaf, final, casting="unsafe")
+
+
+def _translate(exc: ValueError, trace: Trace) -> MutationError | None:
+    """The ``MutationError`` behind numpy's ``ValueError``, if any: numpy hides the one
+    ``Tracer.__float__`` raised for ``numpy_array[i] = traced`` behind "setting an array
+    element with a sequence", and reports a write into an array this call locked as
+    "assignment destination is read-only"."""
+    for behind in (exc.__cause__, exc.__context__):
+        if isinstance(behind, MutationError):
+            return behind
+    if "read-only" not in str(exc):
+        return None
+    tb: TracebackType | None = exc.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for name, obj in frame.f_locals.items():
+            entry = trace.locked.get(id(obj))
+            if entry is not None and entry[0] is obj and entry[1]:
+                return MutationError(
+                    f"tape: f wrote in place into the numpy array `{name}` (shape "
+                    f"{obj.shape}), which the backward pass still needs: it is "
+                    f"{entry[1]}. The write would make the gradient wrong. Fix: write "
+                    f"into a copy (`{name} = {name}.copy()` before writing), or build the "
+                    "new value without mutation (xp.where, xp.concat), or differentiate "
+                    "the array itself (pass it as an argument: writes through traced "
+                    "arrays are differentiated)."
+                )
+    return None

@@ -1,0 +1,116 @@
+"""What numpy does when it meets a tracer: ``ndarray ⊕ traced``, ``np.sin(traced)``,
+``np.sum(traced)``, ``numpy_array += traced``.
+
+numpy calls ``Tracer.__array_ufunc__``/``__array_function__``; ufunc calls and a few
+common numpy functions are sent to the tape's namespace (so ``numpy_array + traced``
+and ``np.exp(traced)`` are recorded), an ``out=`` into a numpy array -- which is what
+``numpy_array += traced`` is -- raises ``MutationError``, and anything else raises
+``UnsupportedError`` naming the numpy function and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from adswitch.errors import MutationError, UnsupportedError
+
+from . import namespace
+
+ns: Any = namespace  # (typed loosely: mypy cannot follow the namespace's import cycle)
+
+__all__ = ["array_function", "array_ufunc"]
+
+_UFUNC_NAMES = {
+    "absolute": "abs",
+    "arccos": "acos",
+    "arccosh": "acosh",
+    "arcsin": "asin",
+    "arcsinh": "asinh",
+    "arctan": "atan",
+    "arctanh": "atanh",
+    "arctan2": "atan2",
+    "power": "pow",
+    "true_divide": "divide",
+    "invert": "bitwise_invert",
+    "left_shift": "bitwise_left_shift",
+    "right_shift": "bitwise_right_shift",
+}
+
+_USE_XP = "Fix: use `xp = ad.array_namespace(x)` and xp's functions on traced values."
+
+
+def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Handle ``numpy.<ufunc>(..., traced, ...)``."""
+    name = ufunc.__name__
+    if kwargs.get("out") is not None:
+        raise MutationError(
+            f"tape: numpy.{name} with out= -- e.g. `numpy_array += traced` -- would write a "
+            "traced value into a plain numpy array, dropping its gradient. Fix: rebind "
+            "instead (`buf = buf + traced`), or make the buffer traced with "
+            "`buf = xp.zeros_like(x)` so that in-place writes are differentiated."
+        )
+    fn = getattr(ns, _UFUNC_NAMES.get(name, name), None) if method == "__call__" else None
+    if fn is None or kwargs:
+        what = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
+        extra = f" with {sorted(kwargs)}" if kwargs else ""
+        raise UnsupportedError(f"tape: {what}{extra} is not supported on traced values. {_USE_XP}")
+    return fn(*inputs)
+
+
+def _transpose(a: Any, axes: Any = None) -> Any:
+    return ns.permute_dims(a, tuple(reversed(range(a.ndim))) if axes is None else axes)
+
+
+def _var(a: Any, axis: Any = None, ddof: float = 0, keepdims: bool = False) -> Any:
+    return ns.var(a, axis=axis, correction=ddof, keepdims=keepdims)
+
+
+def _std(a: Any, axis: Any = None, ddof: float = 0, keepdims: bool = False) -> Any:
+    return ns.std(a, axis=axis, correction=ddof, keepdims=keepdims)
+
+
+# numpy functions whose meaning and keyword names match the namespace's.
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "sum": lambda a, axis=None, keepdims=False: ns.sum(a, axis=axis, keepdims=keepdims),
+    "mean": lambda a, axis=None, keepdims=False: ns.mean(a, axis=axis, keepdims=keepdims),
+    "prod": lambda a, axis=None, keepdims=False: ns.prod(a, axis=axis, keepdims=keepdims),
+    "max": lambda a, axis=None, keepdims=False: ns.max(a, axis=axis, keepdims=keepdims),
+    "min": lambda a, axis=None, keepdims=False: ns.min(a, axis=axis, keepdims=keepdims),
+    "amax": lambda a, axis=None, keepdims=False: ns.max(a, axis=axis, keepdims=keepdims),
+    "amin": lambda a, axis=None, keepdims=False: ns.min(a, axis=axis, keepdims=keepdims),
+    "var": _var,
+    "std": _std,
+    "reshape": lambda a, shape: ns.reshape(
+        a, shape if isinstance(shape, tuple | list) else (shape,)
+    ),
+    "transpose": _transpose,
+    "concatenate": lambda arrays, axis=0: ns.concat(arrays, axis=axis),
+    "stack": lambda arrays, axis=0: ns.stack(arrays, axis=axis),
+    "where": lambda c, x, y: ns.where(c, x, y),
+    "clip": lambda a, a_min=None, a_max=None: ns.clip(a, a_min, a_max),
+    "expand_dims": lambda a, axis: ns.expand_dims(a, axis=axis),
+    "squeeze": lambda a, axis=None: ns.squeeze(
+        a, tuple(i for i, n in enumerate(a.shape) if n == 1) if axis is None else axis
+    ),
+    "broadcast_to": lambda a, shape: ns.broadcast_to(a, shape),
+    "cumsum": lambda a, axis=None: ns.cumulative_sum(a, axis=axis),
+    "zeros_like": lambda a, dtype=None: ns.zeros_like(a, dtype=dtype),
+    "ones_like": lambda a, dtype=None: ns.ones_like(a, dtype=dtype),
+    "empty_like": lambda a, dtype=None: ns.empty_like(a, dtype=dtype),
+    "full_like": lambda a, fill_value, dtype=None: ns.full_like(a, fill_value, dtype=dtype),
+    "shape": lambda a: a.shape,
+    "ndim": lambda a: a.ndim,
+    "size": lambda a: a.size,
+}
+
+
+def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Handle ``numpy.<function>(traced, ...)``."""
+    fn = _FUNCTIONS.get(func.__name__)
+    if fn is None:
+        where = getattr(func, "__module__", None) or "numpy"
+        raise UnsupportedError(
+            f"tape: {where}.{func.__name__} is not supported on traced values. {_USE_XP}"
+        )
+    return fn(*args, **kwargs)

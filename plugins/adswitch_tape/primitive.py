@@ -1,0 +1,229 @@
+"""Primitives: how an operation on tracers is recorded, and the verb that gives it rules.
+
+``unary``/``binary``/``nary`` wrap a numpy function into a primitive: called with no
+tracer it is the numpy function; called with tracers it computes the value one level
+down (recursively, so enclosing calls record it too) and appends one tape entry to the
+trace of its highest-level argument. ``defvjp`` fills the rule table (see ``vjps``).
+Numpy arrays an entry keeps for its rules are locked read-only until the call ends.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .core import Rule, Trace
+
+__all__ = ["Prim", "binary", "defvjp", "defvjp_variadic", "nary", "unary"]
+
+
+class Prim:
+    """A primitive: its name, its numpy implementation and one gradient rule per argument.
+
+    ``saves`` is False for operations whose rules never read a constant argument's value
+    (only its shape): their numpy constants need no write protection.
+    """
+
+    __slots__ = ("fn", "impl", "name", "rules", "saves")
+
+    def __init__(self, name: str, impl: Callable[..., Any], saves: bool) -> None:
+        self.name = name
+        self.impl = impl
+        self.saves = saves
+        self.rules: list[Rule | None] = []
+        self.fn: Callable[..., Any] = impl
+
+
+def _record(
+    p: Prim, args: tuple[Any, ...], kw: dict[str, Any]
+) -> Tracer:  # the general path: any number of arguments
+    top: Trace | None = None
+    for a in args:
+        if type(a) is Tracer:
+            if a._base is not None:
+                _mutation.sync(a)
+            if top is None or a._trace.level > top.level:
+                top = a._trace
+    assert top is not None
+    if not top.live:
+        raise escaped(p.name)
+    vals = list(args)
+    parents: list[int | None] = []
+    nested = False
+    for i, a in enumerate(args):
+        if type(a) is Tracer and a._trace is top:
+            vals[i] = v = a._value
+            parents.append(a._idx)
+            nested = nested or type(v) is Tracer
+        else:
+            parents.append(None)
+            if type(a) is Tracer:
+                if a._trace.level == 0:  # a fresh buffer of constants: use its value
+                    vals[i] = a = _tracer.raw(a)
+                else:
+                    nested = True
+            if p.saves and type(a) is np.ndarray and id(a) not in top.locked:
+                top.guard(a, f"a constant argument of `{p.name}`")
+    ans = p.fn(*vals, **kw) if nested else p.impl(*vals, **kw)
+    if all(j is None for j in parents):
+        return Tracer(ans, top, None)
+    tape = top.tape
+    tape.append((p, tuple(vals), ans, kw or None, tuple(parents)))
+    return Tracer(ans, top, len(tape) - 1)
+
+
+def unary(
+    name: str, impl: Callable[..., Any], saves: bool = True, params: bool = False
+) -> Callable[..., Any]:
+    """A one-array primitive: ``f(x)``, or ``f(x, **params)`` (axis, shape...: never
+    arrays) when ``params`` -- two variants, so elementwise calls pass no dict around."""
+    p = Prim(name, impl, saves)
+
+    def prim(x: Any, /) -> Any:
+        if type(x) is not Tracer:
+            return impl(x)
+        if x._base is not None:
+            _mutation.sync(x)
+        trace = x._trace
+        if not trace.live:
+            raise escaped(name)
+        v = x._value
+        ans = prim(v) if type(v) is Tracer else impl(v)
+        idx = x._idx
+        if idx is None:
+            return Tracer(ans, trace, None)
+        tape = trace.tape
+        tape.append((p, (v,), ans, None, idx))
+        return Tracer(ans, trace, len(tape) - 1)
+
+    def prim_params(x: Any, /, **kw: Any) -> Any:
+        if type(x) is not Tracer:
+            return impl(x, **kw)
+        if x._base is not None:
+            _mutation.sync(x)
+        trace = x._trace
+        if not trace.live:
+            raise escaped(name)
+        v = x._value
+        ans = prim_params(v, **kw) if type(v) is Tracer else impl(v, **kw)
+        idx = x._idx
+        if idx is None:
+            return Tracer(ans, trace, None)
+        tape = trace.tape
+        tape.append((p, (v,), ans, kw, idx))
+        return Tracer(ans, trace, len(tape) - 1)
+
+    return _register(p, prim_params if params else prim)
+
+
+def binary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[..., Any]:
+    """A two-array primitive ``f(x, y)``: the hot path of arithmetic, kept lean."""
+    p = Prim(name, impl, saves)
+
+    def prim(x: Any, y: Any, /) -> Any:
+        if type(x) is Tracer:
+            if x._base is not None:
+                _mutation.sync(x)
+            trace = x._trace
+            if type(y) is Tracer:
+                if y._trace is not trace or y._base is not None:
+                    return _record(p, (x, y), {})
+                xv, yv = x._value, y._value
+                args: tuple[Any, ...] = (xv, yv)
+                parents: tuple[int | None, ...] = (x._idx, y._idx)
+                nested = type(xv) is Tracer or type(yv) is Tracer
+            else:
+                xv = x._value
+                if saves and type(y) is np.ndarray and id(y) not in trace.locked:
+                    trace.guard(y, f"a constant argument of `{name}`")
+                args = (xv, y)
+                idx = x._idx
+                parents = idx  # type: ignore[assignment]  # the bare-slot form
+                nested = type(xv) is Tracer
+        elif type(y) is Tracer:
+            if y._base is not None:
+                _mutation.sync(y)
+            trace = y._trace
+            yv = y._value
+            if saves and type(x) is np.ndarray and id(x) not in trace.locked:
+                trace.guard(x, f"a constant argument of `{name}`")
+            args = (x, yv)
+            idx = y._idx
+            parents = (None, idx)
+            nested = type(yv) is Tracer
+        else:
+            return impl(x, y)
+        if not trace.live:
+            raise escaped(name)
+        ans = prim(*args) if nested else impl(*args)
+        if parents is None or parents == (None, None):
+            return Tracer(ans, trace, None)
+        tape = trace.tape
+        tape.append((p, args, ans, None, parents))
+        return Tracer(ans, trace, len(tape) - 1)
+
+    return _register(p, prim)
+
+
+def nary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[..., Any]:
+    """A primitive of any number of array arguments ``f(*arrays, **params)``."""
+    p = Prim(name, impl, saves)
+
+    def prim(*args: Any, **kw: Any) -> Any:
+        for a in args:
+            if type(a) is Tracer:
+                return _record(p, args, kw)
+        return impl(*args, **kw)
+
+    return _register(p, prim)
+
+
+_PRIMS: dict[Callable[..., Any], Prim] = {}
+
+
+def _register(p: Prim, fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn.__name__ = fn.__qualname__ = p.name
+    fn.__doc__ = f"``{p.name}``, recorded on the tape when an argument is traced."
+    p.fn = fn
+    _PRIMS[fn] = p
+    return fn
+
+
+def defvjp(prim: Callable[..., Any], *rules: Rule | None) -> None:
+    """Register the gradient rules of ``prim``, one per positional argument
+    (``None``: not differentiable). Each rule is ``rule(g, ans, *args, **params)`` and
+    must be written with primitives (not raw numpy) so that it is recorded when an
+    enclosing differentiation is active."""
+    _PRIMS[prim].rules = list(rules)
+
+
+class _Variadic:
+    """The rules of a primitive of any number of arrays: ``rule(k, g, ans, *args)``."""
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+
+    def __len__(self) -> int:
+        return sys.maxsize
+
+    def __getitem__(self, k: int) -> Rule:
+        return functools.partial(self.rule, k)
+
+
+def defvjp_variadic(prim: Callable[..., Any], rule: Rule) -> None:
+    """Register one rule ``rule(k, g, ans, *args, **params)`` for every argument ``k``."""
+    _PRIMS[prim].rules = _Variadic(rule)  # type: ignore[assignment]
+
+
+# Imported last: they build on the definitions above (no import cycle at load time).
+from . import mutation as _mutation  # noqa: E402
+from . import tracer as _tracer  # noqa: E402
+from .core import escaped  # noqa: E402
+from .tracer import Tracer  # noqa: E402

@@ -1,0 +1,320 @@
+"""The gradient rules: one flat table, filled by one verb, ``defvjp(prim, rule_x, rule_y...)``.
+
+A rule is ``rule(g, ans, *args, **params) -> gradient for one argument``, where ``g`` is the
+gradient of the output ``ans``. Rules use the primitives (``P.*``) and operators, never
+raw numpy on ``g`` or on arguments: in a nested call those are tracers of the enclosing
+call, and the rule is then recorded -- that is what makes any order of derivatives work.
+Quantities with a zero derivative (masks, signs, counts) are computed on raw values.
+
+Non-smooth points (documented choices, each consistent with central differences):
+    * ``abs`` at 0: gradient 0 (``sign(0) = 0``); ``sign``, ``floor`` and friends: 0.
+    * ``maximum``/``minimum`` at ties: the gradient is split evenly between the two
+      arguments (0.5 each), which is what central differences give; ``clip`` is built on
+      them, so at a bound the input gets 0.5.
+    * ``max``/``min`` reductions with tied extremes: split evenly among the tied elements.
+    * ``prod`` with zeros: exact (the product of the other elements), no division by zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import prims as P
+from .primitive import defvjp, defvjp_variadic
+from .tracer import Tracer, raw
+
+__all__ = ["unbroadcast"]
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    try:
+        return x.shape  # type: ignore[no-any-return]
+    except AttributeError:  # a Python scalar
+        return ()
+
+
+def unbroadcast(g: Any, x: Any) -> Any:
+    """Sum ``g`` over the axes along which ``x`` was broadcast, giving ``x``'s shape."""
+    try:
+        if g.shape == x.shape:  # the common case: no broadcasting happened
+            return g
+    except AttributeError:  # a Python scalar
+        pass
+    shape, gshape = _shape(x), _shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    if lead:
+        g = P.sum(g, axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    if axes:
+        g = P.sum(g, axis=axes, keepdims=True)
+    return g
+
+
+# Below this many elements numpy's temporaries cost less than the checks that avoid them;
+# above, a fresh temporary of a large array costs page faults (measured: tanh's rule on
+# 128 x 256 float64 is 10x faster written into one temporary).
+_IN_PLACE_FROM = 4096
+
+
+def _times(g: Any, factor: Any) -> Any:
+    """``g * factor`` for a fresh ``factor`` of ``g``'s shape; for large plain arrays (top
+    level) written into ``factor``'s memory."""
+    if (
+        type(factor) is np.ndarray
+        and factor.size >= _IN_PLACE_FROM
+        and type(g) is np.ndarray
+        and factor.shape == g.shape
+        and factor.dtype == g.dtype
+    ):
+        return np.multiply(factor, g, out=factor)
+    return g * factor
+
+
+def _const(values: Any, like: Any) -> Any:
+    """A constant weight array in the dtype of ``like`` (so float32 stays float32)."""
+    return np.asarray(values, dtype=np.result_type(raw(like)))
+
+
+def _expand(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    """Bring a reduction's gradient (or value) back to a shape broadcastable to ``x``."""
+    if keepdims or axis is None:
+        return g
+    ndim = len(_shape(x))
+    axes = (axis,) if isinstance(axis, int) else axis
+    shape = list(_shape(x))
+    for a in axes:
+        shape[a % ndim] = 1
+    return P.reshape(g, shape=tuple(shape))
+
+
+# -- elementwise, one argument ---------------------------------------------------------
+defvjp(P.negative, lambda g, ans, x: -g)
+defvjp(P.positive, lambda g, ans, x: g)
+defvjp(P.abs, lambda g, ans, x: g * _const(np.sign(raw(x)), x))
+defvjp(P.exp, lambda g, ans, x: g * ans)
+defvjp(P.expm1, lambda g, ans, x: g * (ans + 1.0))
+defvjp(P.log, lambda g, ans, x: g / x)
+defvjp(P.log1p, lambda g, ans, x: g / (x + 1.0))
+defvjp(P.log2, lambda g, ans, x: g / (x * np.log(2.0)))
+defvjp(P.log10, lambda g, ans, x: g / (x * np.log(10.0)))
+defvjp(P.sqrt, lambda g, ans, x: g * 0.5 / ans)
+defvjp(P.square, lambda g, ans, x: _times(g, 2.0 * x))
+
+
+def _tanh_x(g: Any, ans: Any, x: Any) -> Any:
+    if type(ans) is np.ndarray and ans.size >= _IN_PLACE_FROM:
+        t = ans * ans  # 1 - ans^2 in one temporary
+        return _times(g, np.subtract(1.0, t, out=t))
+    return g * (1.0 - P.square(ans))
+
+
+defvjp(P.sin, lambda g, ans, x: _times(g, P.cos(x)))
+defvjp(P.cos, lambda g, ans, x: -(g * P.sin(x)))
+defvjp(P.tan, lambda g, ans, x: g * (1.0 + P.square(ans)))
+defvjp(P.sinh, lambda g, ans, x: g * P.cosh(x))
+defvjp(P.cosh, lambda g, ans, x: g * P.sinh(x))
+defvjp(P.tanh, _tanh_x)
+defvjp(P.asin, lambda g, ans, x: g / P.sqrt(1.0 - P.square(x)))
+defvjp(P.acos, lambda g, ans, x: -g / P.sqrt(1.0 - P.square(x)))
+defvjp(P.atan, lambda g, ans, x: g / (1.0 + P.square(x)))
+defvjp(P.asinh, lambda g, ans, x: g / P.sqrt(P.square(x) + 1.0))
+defvjp(P.acosh, lambda g, ans, x: g / P.sqrt(P.square(x) - 1.0))
+defvjp(P.atanh, lambda g, ans, x: g / (1.0 - P.square(x)))
+
+
+# -- elementwise, two arguments --------------------------------------------------------
+def _pow_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    if isinstance(y, (int, float)):  # a Python exponent: the shape is x's, no broadcasting
+        if y == 0:
+            return g * 0.0
+        return _times(g, 2.0 * x if y == 2 else y * P.pow(x, y - 1.0))
+    return unbroadcast(g * y * P.pow(x, y - 1.0), x)
+
+
+def _pow_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    # d(x**y)/dy = x**y log x; at x == 0 the limit is 0 (for y > 0), log(1) gives it.
+    safe = P.where(raw(x) == 0, 1.0, x)
+    return unbroadcast(g * ans * P.log(safe), y)
+
+
+def _ties(x: Any, y: Any, wins: Any) -> Any:
+    """Weight of ``x`` in maximum/minimum: 1 where it wins, 0.5 at ties, else 0."""
+    rx, ry = raw(x), raw(y)
+    return _const(np.where(wins(rx, ry), 1.0, np.where(rx == ry, 0.5, 0.0)), x)
+
+
+defvjp(P.add, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(g, y))
+defvjp(P.subtract, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(-g, y))
+defvjp(
+    P.multiply,
+    lambda g, ans, x, y: unbroadcast(g * y, x),
+    lambda g, ans, x, y: unbroadcast(g * x, y),
+)
+defvjp(
+    P.divide,
+    lambda g, ans, x, y: unbroadcast(g / y, x),
+    lambda g, ans, x, y: unbroadcast(-g * ans / y, y),
+)
+defvjp(P.pow, _pow_x, _pow_y)
+defvjp(
+    P.maximum,
+    lambda g, ans, x, y: unbroadcast(g * _ties(x, y, np.greater), x),
+    lambda g, ans, x, y: unbroadcast(g * _ties(y, x, np.greater), y),
+)
+defvjp(
+    P.minimum,
+    lambda g, ans, x, y: unbroadcast(g * _ties(x, y, np.less), x),
+    lambda g, ans, x, y: unbroadcast(g * _ties(y, x, np.less), y),
+)
+defvjp(
+    P.atan2,
+    lambda g, ans, x, y: unbroadcast(g * y / (P.square(x) + P.square(y)), x),
+    lambda g, ans, x, y: unbroadcast(-g * x / (P.square(x) + P.square(y)), y),
+)
+defvjp(
+    P.hypot,
+    lambda g, ans, x, y: unbroadcast(g * x / ans, x),
+    lambda g, ans, x, y: unbroadcast(g * y / ans, y),
+)
+defvjp(
+    P.logaddexp,
+    lambda g, ans, x, y: unbroadcast(g * P.exp(x - ans), x),
+    lambda g, ans, x, y: unbroadcast(g * P.exp(y - ans), y),
+)
+defvjp(
+    P.copysign,
+    lambda g, ans, x, y: unbroadcast(
+        g * _const(np.where(np.signbit(raw(x)) == np.signbit(raw(y)), 1.0, -1.0), x), x
+    ),
+    lambda g, ans, x, y: unbroadcast(g * 0.0, y),
+)
+defvjp(
+    P.remainder,
+    lambda g, ans, x, y: unbroadcast(g, x),
+    lambda g, ans, x, y: unbroadcast(-g * _const(np.floor_divide(raw(x), raw(y)), y), y),
+)
+defvjp(
+    P.where,
+    None,
+    lambda g, ans, c, x, y: unbroadcast(P.where(c, g, 0.0), x),
+    lambda g, ans, c, x, y: unbroadcast(P.where(c, 0.0, g), y),
+)
+
+
+# -- matmul: vectors, matrices, batches --------------------------------------------------
+def _col(v: Any) -> Any:
+    """``v[..., None]``: a trailing axis of length 1."""
+    return P.reshape(v, shape=(*_shape(v), 1))
+
+
+def _uncol(v: Any) -> Any:
+    """``v[..., 0]``."""
+    return P.getitem(v, key=(Ellipsis, 0))
+
+
+def _matmul_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    xd, yd = len(_shape(x)), len(_shape(y))
+    if xd == 1 and yd == 1:
+        return g * y
+    if xd == 1:  # (k,) @ (..., k, m) -> (..., m)
+        return unbroadcast(_uncol(P.matmul(y, _col(g))), x)
+    if yd == 1:  # (..., n, k) @ (k,) -> (..., n)
+        return unbroadcast(_col(g) * y, x)
+    return unbroadcast(P.matmul(g, P.matrix_transpose(y)), x)
+
+
+def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    xd, yd = len(_shape(x)), len(_shape(y))
+    if xd == 1 and yd == 1:
+        return g * x
+    if xd == 1:
+        return unbroadcast(_col(x) * P.reshape(g, shape=(*_shape(g)[:-1], 1, -1)), y)
+    if yd == 1:
+        return unbroadcast(_uncol(P.matmul(P.matrix_transpose(x), _col(g))), y)
+    return unbroadcast(P.matmul(P.matrix_transpose(x), g), y)
+
+
+defvjp(P.matmul, _matmul_x, _matmul_y)
+
+
+# -- reductions and scans --------------------------------------------------------------
+def _sum_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    ge = _expand(g, x, axis, keepdims)
+    if type(ge) is Tracer:
+        return P.broadcast_to(ge, shape=_shape(x))
+    # Plain arrays: a fresh array costs less than np.broadcast_to's Python wrapper, and the
+    # gradient handed back must be its own writeable array anyway.
+    return np.zeros(_shape(x), dtype=np.result_type(ge)) + ge
+
+
+def _prod_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    ge, ae = _expand(g, x, axis, keepdims), _expand(ans, x, axis, keepdims)
+    zero = raw(x) == 0
+    if not zero.any():
+        return ge * ae / x
+    # With zeros, prod/x is undefined: use the product of the other elements.
+    n_zero = np.sum(zero, axis=axis, keepdims=True)
+    safe = P.where(zero, 1.0, x)
+    others = _expand(P.prod(safe, axis=axis, keepdims=keepdims), x, axis, keepdims)
+    only = zero & (n_zero == 1)
+    return ge * P.where(only, others, P.where(n_zero == 0, ae / safe, 0.0))
+
+
+def _extreme_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    hit = raw(x) == raw(_expand(ans, x, axis, keepdims))
+    share = hit / np.sum(hit, axis=axis, keepdims=True)
+    return _expand(g, x, axis, keepdims) * _const(share, x)
+
+
+def _cumsum_x(g: Any, ans: Any, x: Any, axis: int, include_initial: bool = False) -> Any:
+    if include_initial:
+        key = (slice(None),) * (axis % len(_shape(g))) + (slice(1, None),)
+        g = P.getitem(g, key=key)
+    return P.flip(P.cumulative_sum(P.flip(g, axis=axis), axis=axis), axis=axis)
+
+
+defvjp(P.sum, _sum_x)
+defvjp(P.prod, _prod_x)
+defvjp(P.max, _extreme_x)
+defvjp(P.min, _extreme_x)
+defvjp(P.cumulative_sum, _cumsum_x)
+
+
+# -- shapes, copies and indexing -------------------------------------------------------
+def _concat_k(k: int, g: Any, ans: Any, *xs: Any, axis: int | None) -> Any:
+    if axis is None:
+        start = int(sum(np.size(raw(x)) for x in xs[:k]))
+        piece = P.getitem(g, key=slice(start, start + np.size(raw(xs[k]))))
+        return P.reshape(piece, shape=_shape(xs[k]))
+    ax = axis % len(_shape(g))
+    start = int(sum(_shape(x)[ax] for x in xs[:k]))
+    key = (slice(None),) * ax + (slice(start, start + _shape(xs[k])[ax]),)
+    return P.getitem(g, key=key)
+
+
+def _stack_k(k: int, g: Any, ans: Any, *xs: Any, axis: int) -> Any:
+    return P.getitem(g, key=(slice(None),) * (axis % len(_shape(g))) + (k,))
+
+
+defvjp(P.reshape, lambda g, ans, x, shape: P.reshape(g, shape=_shape(x)))
+defvjp(
+    P.permute_dims,
+    lambda g, ans, x, axes: P.permute_dims(g, axes=tuple(int(a) for a in np.argsort(axes))),
+)
+defvjp(P.matrix_transpose, lambda g, ans, x: P.matrix_transpose(g))
+defvjp(P.broadcast_to, lambda g, ans, x, shape: unbroadcast(g, x))
+defvjp(P.flip, lambda g, ans, x, axis=None: P.flip(g, axis=axis))
+defvjp(P.astype, lambda g, ans, x, dtype: P.astype(g, dtype=raw(x).dtype))
+defvjp(P.getitem, lambda g, ans, x, key: P.scatter(g, key=key, shape=_shape(x)))
+defvjp(P.scatter, lambda g, ans, x, key, shape: P.getitem(g, key=key))
+defvjp(
+    P.index_update,
+    lambda g, ans, x, v, key: P.index_update(g, 0.0, key=key),
+    lambda g, ans, x, v, key: unbroadcast(P.getitem(g, key=key), v),
+)
+defvjp_variadic(P.concat, _concat_k)
+defvjp_variadic(P.stack, _stack_k)

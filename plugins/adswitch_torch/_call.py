@@ -1,0 +1,188 @@
+"""One differentiation call on torch: prepare the leaves, run ``fn``, run the backward
+pass, hand back gradients and outputs in the caller's kinds (see ``plugin`` for the
+rules). Kept free of per-call work that the common case does not need: this is the
+path the benchmark's overhead ratios measure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+import numpy as np
+
+from adswitch.spec import CallInfo, LossFn
+
+from ._backward import GradFn
+from ._convert import tensor_from_numpy, to_caller_kind
+from ._errors import mutated_argument, translate_backward, translate_forward
+from ._guard import scalar_guard
+
+__all__ = ["differentiate"]
+
+
+def _snapshot(t: Any) -> Any:
+    # A saved value is copied when saved, so later in-place writes cannot change it;
+    # torch re-attaches the copy to the original's place in the graph when unpacking.
+    return t.detach().clone()
+
+
+def _same(t: Any) -> Any:
+    return t
+
+
+def differentiate(
+    torch: Any,
+    grad: GradFn,
+    fn: LossFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    info: CallInfo,
+    copy_saved: bool,
+    strict: bool = False,
+) -> tuple[list[Any], list[Any | None]]:
+    """``Backend.value_and_grad`` for torch.
+
+    Args:
+        torch: the imported torch module.
+        grad: the backward pass (``_backward.make_grad``).
+        fn, leaves, active, info: as in ``Backend.value_and_grad``.
+        copy_saved: copy every value torch saves for the backward pass, and hand ``f``
+            copies of the differentiated arguments (written back to the caller after
+            success), so that in-place writes anywhere in ``f`` are differentiated.
+        strict: refuse float conversions of values being differentiated (``_guard``).
+
+    Returns:
+        ``(out_leaves, grads)`` as ``Backend.value_and_grad`` specifies.
+    """
+    tensor_type = torch.Tensor
+    nested = info.depth > 0
+    values = list(leaves)
+    inputs: list[Any] = []
+    positions: list[int] = []
+    copies: list[tuple[np.ndarray, Any]] = []  # numpy leaves torch could not wrap in place
+    written: list[tuple[Any, Any]] = []  # (input, the copy f received) in copy_saved mode
+    versions: list[int] = []
+    any_tensor = False
+    plain = True  # every input a plain torch.Tensor: the backward's fast path applies
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, tensor_type):
+            any_tensor = True
+            if not active[i]:
+                continue
+            if nested and leaf.requires_grad:
+                # A fresh view: attached to the outer graph, but only uses through it
+                # count for this call (no confusion with the outer value in closures).
+                value = leaf.view_as(leaf)
+            else:
+                value = leaf.detach().requires_grad_()
+        elif isinstance(leaf, np.ndarray):
+            value, shared = tensor_from_numpy(torch, leaf)
+            if value is None:
+                continue
+            if not shared:
+                copies.append((leaf, value))
+            if active[i]:
+                value.requires_grad_()
+        elif active[i]:
+            if isinstance(leaf, np.generic):
+                value = torch.from_numpy(np.array(leaf)).requires_grad_()
+            else:
+                value = torch.tensor(leaf, dtype=torch.float64, requires_grad=True)
+        else:
+            continue
+        if active[i]:
+            inputs.append(value)
+            positions.append(i)
+            versions.append(value._version)
+            plain = plain and type(value) is tensor_type
+            if copy_saved and not nested:
+                seen_by_f = value.clone()
+                written.append((value, seen_by_f))
+                value = seen_by_f
+        values[i] = value
+
+    try:
+        if copy_saved or strict:
+            with ExitStack() as modes:
+                if copy_saved:
+                    modes.enter_context(torch.autograd.graph.saved_tensors_hooks(_snapshot, _same))
+                if strict:
+                    modes.enter_context(scalar_guard(torch))
+                loss, out = fn(values)
+        else:
+            loss, out = fn(values)
+    except (RuntimeError, TypeError) as exc:
+        translated = translate_forward(exc)
+        if translated is None:
+            raise
+        raise translated from exc
+    for k in range(len(inputs)):
+        if inputs[k]._version != versions[k]:
+            raise mutated_argument(positions[k])
+
+    grads: Sequence[Any] = ()
+    if inputs and isinstance(loss, tensor_type) and loss.requires_grad:
+        try:
+            grads = grad(loss, inputs, nested, plain)
+        except RuntimeError as exc:
+            translated = translate_backward(exc)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    # Only now that nothing can fail: writes f made reach the caller's arrays, as a
+    # plain call would have left them.
+    for value, seen_by_f in written:
+        if seen_by_f._version:
+            with torch.no_grad():
+                value.copy_(seen_by_f)
+    for original, copy in copies:
+        if copy._version and original.flags.writeable:
+            np.copyto(original, copy.detach().numpy())
+
+    result: list[Any | None] = [None] * len(leaves)
+    unique: set[int] = set()
+    several = len(positions) > 1
+    for k, i in enumerate(positions):
+        g = grads[k] if grads else None
+        if g is None:
+            g = torch.zeros_like(inputs[k], requires_grad=False)
+        elif not nested:
+            # torch hands the same tensor to both inputs of an addition, and expanded
+            # (stride-0) tensors for sums: give each leaf its own, writable memory.
+            if not g.is_contiguous():
+                g = g.clone(memory_format=torch.contiguous_format)
+            if several:
+                ptr = g.data_ptr()
+                if ptr in unique:
+                    g = g.clone()
+                    ptr = g.data_ptr()
+                unique.add(ptr)
+        leaf = leaves[i]
+        result[i] = g if type(leaf) is tensor_type else to_caller_kind(torch, g, leaf, False)
+
+    if info.entry == "gradient":
+        # The caller discards the value: skip making it concrete (the spec allows it).
+        return list(out), result
+    outputs = [_concrete(torch, o, values, leaves, nested, any_tensor) for o in out]
+    return outputs, result
+
+
+def _concrete(
+    torch: Any,
+    value: Any,
+    values: Sequence[Any],
+    leaves: Sequence[Any],
+    nested: bool,
+    any_tensor: bool,
+) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    for traced, leaf in zip(values, leaves, strict=True):
+        # f returned one of its arguments: give back the caller's own object.
+        if value is traced:
+            return leaf
+    if not nested:
+        value = value.detach()
+    return to_caller_kind(torch, value, None, not any_tensor)
