@@ -30,7 +30,7 @@ class Duplicated(Generic[T]):
     Example:
         >>> import adswitch as ad, numpy as np
         >>> w = ad.Duplicated(np.array([1.0, 2.0]))
-        >>> g = ad.gradient(lambda w: (w * w).sum(), w)
+        >>> g = ad.gradient(lambda w: ad.array_namespace(w).sum(w * w), w)
         >>> g[0] is w.dval, w.dval.tolist()
         (True, [2.0, 4.0])
     """
@@ -59,7 +59,8 @@ class Const(Generic[T]):
 
     Example:
         >>> import adswitch as ad, numpy as np
-        >>> ad.gradient(lambda w, x: (w * x).sum(), np.ones(2), ad.Const(np.array([3.0, 4.0])))
+        >>> f = lambda w, x: ad.array_namespace(w).sum(w * x)
+        >>> ad.gradient(f, np.ones(2), ad.Const(np.array([3.0, 4.0])))
         (array([3., 4.]), None)
     """
 

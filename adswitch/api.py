@@ -81,7 +81,7 @@ def gradient(
 
     Example:
         >>> import adswitch as ad, numpy as np
-        >>> ad.gradient(lambda x: (x ** 2).sum(), np.array([1.0, 2.0]))
+        >>> ad.gradient(lambda x: ad.array_namespace(x).sum(x**2), np.array([1.0, 2.0]))
         (array([2., 4.]),)
     """
     return _run(f, args, backend, zero, "gradient").grad

@@ -38,9 +38,12 @@ def destructure(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
         >>> flat, rebuild = ad.destructure({"a": w, "b": w, "c": 3.0})
         >>> flat.tolist()
         [1.0, 2.0, 3.0]
-        >>> g = ad.gradient(lambda v: (rebuild(v)["a"] * rebuild(v)["b"]).sum(), flat)[0]
+        >>> def loss(v):
+        ...     m = rebuild(v)
+        ...     return ad.array_namespace(v).sum(m["a"] * m["b"])
+        >>> g = ad.gradient(loss, flat)[0]
         >>> g.tolist()
-        [4.0, 8.0, 0.0]
+        [2.0, 4.0, 0.0]
     """
     leaves, treedef = trees.flatten(tree)
     slots: list[

@@ -49,7 +49,7 @@ def use(backend: str | Backend) -> Iterator[Backend]:
     Example:
         >>> import adswitch as ad, numpy as np
         >>> with ad.use("tape"):
-        ...     ad.gradient(lambda x: (x * x).sum(), np.array([3.0]))
+        ...     ad.gradient(lambda x: ad.array_namespace(x).sum(x * x), np.array([3.0]))
         (array([6.]),)
     """
     resolved = resolve(backend, default_registry())

@@ -121,7 +121,9 @@ def register_tree(
         ...     def __init__(self, a, b): self.a, self.b = a, b
         >>> ad.register_tree(Pair, lambda p: ({"a": p.a, "b": p.b}, None),
         ...                  lambda aux, c: Pair(c["a"], c["b"]))
-        >>> g = ad.gradient(lambda p: (p.a * p.b).sum(), Pair(np.ones(2), np.full(2, 3.0)))[0]
+        >>> def f(p):
+        ...     return ad.array_namespace(p.a).sum(p.a * p.b)
+        >>> g = ad.gradient(f, Pair(np.ones(2), np.full(2, 3.0)))[0]
         >>> g.a.tolist(), g.b.tolist()
         ([3.0, 3.0], [1.0, 1.0])
     """
