@@ -229,6 +229,13 @@ class Plan:
         )
 
     # -- for compiling engines ------------------------------------------------------------
+    def signature(self) -> tuple[Any, ...]:
+        """Shapes and dtypes of the array leaves: what a compiled program is specialised to."""
+        return tuple(
+            (tuple(leaf.shape), str(leaf.dtype)) if is_array(leaf) else None
+            for leaf in self.leaves
+        )
+
     def cache_key(self, f: Any) -> Hashable | None:
         """Equal for calls of the same ``f`` on the same structure, ties, activity and
         non-array leaf values; ``None`` when something is unhashable."""

@@ -59,6 +59,7 @@ class Registry:
         self._broken: dict[str, str] = {}
         self._versions: dict[str, str | BackendUnavailableError] = {}
         self._module_owner: dict[str, Backend] = {}
+        self._owner_of_type: dict[type, Backend | None] = {}
         self._trees_registered: set[str] = set()
         self._load_pending = load_entry_points
         self._lock = threading.RLock()
@@ -114,6 +115,7 @@ class Registry:
             self._versions.pop(backend.name, None)
             for module in backend.array_modules:
                 self._module_owner[module] = backend
+            self._owner_of_type.clear()
 
     # -- queries ---------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -185,6 +187,17 @@ class Registry:
 
     def owner(self, value: Any) -> Backend | None:
         """The engine whose array or traced value ``value`` is (looked up by module)."""
+        cls = type(value)
+        cached = self._owner_of_type.get(cls, _UNKNOWN)
+        if cached is not _UNKNOWN:
+            return cast("Backend | None", cached)
+        found = self._find_owner(value)
+        if found is not None or cls.__module__.partition(".")[0] in ("numpy", "builtins"):
+            # Only positive answers (and numpy's) are cached: an engine may be added later.
+            self._owner_of_type[cls] = found
+        return found
+
+    def _find_owner(self, value: Any) -> Backend | None:
         module = type(value).__module__.partition(".")[0]
         if module in ("numpy", "builtins"):
             return None
@@ -213,6 +226,7 @@ class Registry:
         return registered
 
 
+_UNKNOWN = object()
 _default: Registry | None = None
 _default_lock = threading.Lock()
 

@@ -114,11 +114,14 @@ class CallInfo:
             not cache).
         entry: ``"gradient"`` or ``"withgradient"`` (an engine may skip concretizing outputs
             the caller will not see; the default is to treat both alike).
+        func: the user's function (for engines that guard what a compiled program baked
+            in, and to name it in messages).
     """
 
     depth: int = 0
     cache_key: Hashable | None = None
     entry: str = "withgradient"
+    func: Callable[..., Any] | None = None
 
 
 LossFn = Callable[[Sequence[Any]], tuple[Any, list[Any]]]
@@ -160,7 +163,8 @@ class Backend(Protocol):
 
     def owns(self, value: Any) -> bool:
         """Whether ``value`` is an array or traced value of this engine. Never import the
-        engine here: look its module up in ``sys.modules``."""
+        engine here: look its module up in ``sys.modules``. The answer must depend on
+        ``type(value)`` alone (the front end caches it per type)."""
         ...
 
     def namespace(self, arrays: Sequence[Any]) -> Any:

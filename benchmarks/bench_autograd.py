@@ -118,7 +118,7 @@ def main() -> None:
             # nested_loss calls ad.gradient inside; on raw autograd that inner call is
             # adswitch's again, so only adswitch vs its engine is meaningful here.
             del contenders["grad(same f)"]
-        times = compare(contenders, rounds=15)
+        times = compare(contenders, rounds=25)
         base = times.get("grad(anp f)", times.get("grad(same f)"))
         rows.append(
             [

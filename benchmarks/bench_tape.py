@@ -6,25 +6,33 @@ median of ``autograd.grad`` called directly on the same computation written with
 ``autograd.numpy``, their ratio and its target; for chain and mlp also the ratio to the
 numpy forward pass. Then the peak memory (tracemalloc) of one mlp gradient for both.
 All medians of one workload are measured side by side in one run (``timing.compare``).
+
+BLAS runs on one thread (unless the environment says otherwise): on a shared machine
+multi-threaded matrix products swing by 10x from run to run, which drowns the ratios;
+every contender uses the same BLAS, so the ratios stay comparable.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy loads its BLAS
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import compare, fmt_seconds, print_table
-from workloads import WORKLOADS
+from timing import compare, fmt_seconds, print_table  # noqa: E402
+from workloads import WORKLOADS  # noqa: E402
 
-import adswitch as ad
+import adswitch as ad  # noqa: E402
 
 TARGETS = {"tiny": 0.4, "chain": 0.5, "mlp": 0.7, "nested": 0.6}
 FORWARD_TARGETS = {"chain": 4.0, "mlp": 3.0}

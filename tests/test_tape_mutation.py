@@ -137,6 +137,40 @@ def test_views_see_writes_and_write_through() -> None:
     check_gradient(f, np.array([0.5, 1.5, -2.0, 0.7]))
 
 
+VIEW_MAKERS = {
+    "reshape": lambda x: _xp(x).reshape(x, (2, 3)),
+    ".T": lambda x: _xp(x).reshape(x, (2, 3)).T,
+    "flip": lambda x: _xp(x).flip(x),
+    "expand_dims": lambda x: _xp(x).expand_dims(x, axis=0),
+    "permute_dims": lambda x: _xp(x).permute_dims(_xp(x).reshape(x, (3, 2)), (1, 0)),
+    "unstack": lambda x: _xp(x).unstack(_xp(x).reshape(x, (2, 3)))[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_MAKERS))
+def test_numpy_views_write_through_and_see_writes(name: str) -> None:
+    # The oracle is the plain numpy call, where each of these results is a view.
+    def f(x: Any) -> Any:
+        xp = _xp(x)
+        v = VIEW_MAKERS[name](x)
+        x[0] = x[5] * 3.0  # the view sees this
+        first = xp.sum(v * v)
+        v *= 2.0  # and x sees this
+        return first + xp.sum(x * xp.arange(6.0))
+
+    check_gradient(f, np.array([0.5, 1.5, -2.0, 0.7, 1.1, -0.3]))
+
+
+def test_writing_into_a_broadcast_view_raises_like_numpy() -> None:
+    def f(x: Any) -> Any:
+        b = _xp(x).broadcast_to(x, (2, 3))
+        b[0, 0] = 1.0
+        return _xp(x).sum(b)
+
+    with pytest.raises(ValueError, match="read-only"):
+        ad.gradient(f, np.ones(3), backend="tape")
+
+
 def test_tied_argument_written_through_one_alias() -> None:
     def f(a: Any, b: Any) -> Any:
         a[0] = 3.0 * b[1]
@@ -189,6 +223,17 @@ def test_write_into_a_saved_const_array_raises() -> None:
     with pytest.raises(MutationError, match=r"`c`.*multiply.*copy"):
         ad.gradient(f, np.array([3.0, 4.0]), ad.Const(c), backend="tape")
     assert c.flags.writeable  # the lock is released
+
+
+def test_write_into_a_view_of_a_saved_const_array_raises() -> None:
+    def f(x: Any, c: Any) -> Any:
+        y = x * c
+        head = c[:1]
+        head[0] = 10.0
+        return _xp(x).sum(y)
+
+    with pytest.raises(MutationError, match=r"`(head|c)`.*multiply"):
+        ad.gradient(f, np.array([3.0, 4.0]), ad.Const(np.array([1.0, 2.0])), backend="tape")
 
 
 def test_write_into_a_differentiated_array_through_a_closure_raises() -> None:

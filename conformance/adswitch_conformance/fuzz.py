@@ -9,7 +9,8 @@ the conformance suite:
 
 * ``pass``;
 * ``unsupported``: the program needs a capability the engine declares it lacks
-  (``nested``, ``mutation``) and the engine raised the documented ``AdswitchError``;
+  (``nested``, ``mutation``, ``fresh_buffer_writes``) and the engine raised the
+  documented ``AdswitchError``;
 * ``WRONG``: a number, type, shape or dtype differs;
 * ``ERROR``: any other exception (including a refusal the capabilities do not excuse);
 * ``skipped``: the inputs sit too near a kink for finite differences to be trusted.
@@ -148,6 +149,8 @@ def _excused(program: Program, backend: str) -> str:
         return "nested"
     if program.mutates and not caps.mutation:
         return "mutation"
+    if program.fills_buffers and not caps.fresh_buffer_writes:
+        return "fresh_buffer_writes"
     return ""
 
 

@@ -94,7 +94,7 @@ class _Builder:
         self.lines: list[str] = []
         self.margins: list[tuple[int, str]] = []
         self.values: list[_Value] = []
-        self.scalars: list[str] = []  # names of Python-float arguments
+        self.scalars: list[str] = []  # differentiated Python-float arguments
         self.ops: list[str] = []
         self.max_inputs = max_inputs
         self.counter = 0
@@ -558,13 +558,13 @@ class _Builder:
         value.consumed = True
         return value.name, value.bound
 
-    def write(self, target: _Value) -> None:
+    def write(self, target: _Value, op: str = "setitem") -> None:
         index, shape = self.selection(target.shape)
         text, bound = self.source_for(target, shape)
         self.lines.append(f"{target.name}[{index}] = {text}")
         target.bound = max(target.bound, bound)
         target.consumed = False  # its new contents should reach the loss
-        self.ops.append("setitem")
+        self.ops.append(op)
 
     def step_setitem(self, a: _Value) -> None:
         targets = [v for v in self.values if v.writable and v.shape]
@@ -604,7 +604,7 @@ class _Builder:
         self.values.append(buffer)
         self.ops.append("fresh_buffer")
         for _ in range(self.draw(st.integers(1, 2))):
-            self.write(buffer)
+            self.write(buffer, "buffer_write")  # before any read: fresh_buffer_writes
 
     # --- the loss ----------------------------------------------------------------------
     def finish(self, zero: bool) -> Program:

@@ -95,7 +95,13 @@ class Program:
 
     @property
     def mutates(self) -> bool:
-        return any(op in ("setitem", "inplace", "fresh_buffer") for op in self.ops)
+        """Writes into arrays that were already read (capability ``mutation``)."""
+        return any(op in ("setitem", "inplace") for op in self.ops)
+
+    @property
+    def fills_buffers(self) -> bool:
+        """Writes into fresh ``xp.zeros_like`` buffers (``fresh_buffer_writes``)."""
+        return "fresh_buffer" in self.ops
 
     def _signature(self, name: str) -> list[str]:
         params = ", ".join(a.name for a in self.args)

@@ -7,12 +7,15 @@ engine: the standard's names, each mapped onto an autograd-differentiable primit
 a composition of them). Functions autograd cannot differentiate raise
 ``UnsupportedError`` naming the function when given a traced array, and work as numpy
 does on plain arrays. Every function also accepts plain numpy arrays and Python scalars,
-which are constants.
+which are constants. Inside an adswitch trace the creation functions (``zeros``,
+``ones``, ``empty``, ``full``, their ``*_like`` forms, ``asarray(..., copy=True)``) return
+traced arrays that may be written (``buf[i] = v``; see ``writes.py``).
 
 Non-smooth points follow autograd: ``abs``'s and ``sign``'s derivative at 0 is 0;
 ``max``/``min`` reductions share the gradient equally among tied maxima; ``maximum``/
 ``minimum`` split it half and half on ties; ``clip`` passes the gradient where the value
-is strictly inside the bounds and 0 where it is clipped or sits on a bound.
+is strictly inside the bounds and 0 where it is clipped or sits on a bound. ``prod`` is
+exact at zero elements (autograd's own rule gives ``nan`` there).
 
 Example:
     >>> import numpy as np
@@ -30,7 +33,7 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as np
 
-from . import _ns_create, _ns_manip
+from . import _ns_create, _ns_manip, _ns_reduce
 from ._ns_support import is_traced, unsupported
 
 __array_api_version__ = "2023.12"
@@ -46,7 +49,7 @@ complex64, complex128 = np.complex64, np.complex128
 # ---- manipulation and linear algebra (built on indexing where autograd lacks a rule) ----
 broadcast_arrays = _ns_manip.broadcast_arrays
 concat = _ns_manip.concat
-cumulative_sum = _ns_manip.cumulative_sum
+cumulative_sum = _ns_reduce.cumulative_sum
 expand_dims = _ns_manip.expand_dims
 flip = _ns_manip.flip
 matrix_transpose = _ns_manip.matrix_transpose
@@ -66,7 +69,7 @@ broadcast_to = _ns_manip.broadcast_to
 where = _ns_manip.where
 sort = _ns_manip.sort
 take_along_axis = _ns_manip.take_along_axis
-cumulative_prod = _ns_manip.cumulative_prod
+cumulative_prod = _ns_reduce.cumulative_prod
 copysign = _ns_manip.copysign
 
 # ---- elementwise: autograd primitives under the standard's names ----------------------
@@ -96,7 +99,7 @@ nextafter = unsupported("nextafter", np.nextafter)
 # ---- linear algebra and reductions -----------------------------------------------------
 matmul = anp.matmul
 sum, max, min = anp.sum, anp.max, anp.min
-prod = _ns_manip.prod
+prod = _ns_reduce.prod
 all, any = anp.all, anp.any
 argmax, argmin, argsort, nonzero = anp.argmax, anp.argmin, anp.argsort, anp.nonzero
 searchsorted = anp.searchsorted

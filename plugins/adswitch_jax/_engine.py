@@ -61,8 +61,9 @@ def reset() -> None:
 
 
 def _user_function(info: CallInfo) -> Any:
-    # The front end puts the user's function first in its cache key; used only to guard
-    # captured values and to name the function in warnings.
+    # Used only to guard captured values and to name the function in warnings.
+    if info.func is not None:
+        return info.func
     key = info.cache_key
     if isinstance(key, tuple) and key and callable(key[0]):
         return key[0]

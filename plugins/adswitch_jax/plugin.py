@@ -129,6 +129,10 @@ class JaxBackend(BackendBase):
         )
         return result
 
+    def writable(self, value: Any) -> bool:
+        # jax arrays are immutable: a Duplicated shadow must be refused before f runs.
+        return not self.owns(value) and super().writable(value)
+
     def add_into(self, shadow: Any, grad: Any) -> None:
         if not self.owns(shadow):
             super().add_into(shadow, grad)

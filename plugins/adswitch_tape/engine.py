@@ -93,7 +93,7 @@ _SEEDS: dict[Any, np.ndarray] = {}
 
 def _seed(dtype: Any) -> np.ndarray:
     """``1`` of the loss's dtype; cached read-only (``_conform`` copies it if it reaches a
-    gradient unchanged), as building it costs more than the rest of a tiny call."""
+    gradient unchanged): np.ones costs a microsecond, a fair share of a tiny call."""
     seed = _SEEDS.get(dtype)
     if seed is None:
         seed = np.ones((), dtype=dtype)
@@ -175,21 +175,30 @@ def _translate(exc: ValueError, trace: Trace) -> MutationError | None:
     if "read-only" not in str(exc):
         return None
     tb: TracebackType | None = exc.__traceback__
-    frames = []
-    while tb is not None:
-        frames.append(tb.tb_frame)
+    if tb is None:
+        return None
+    while tb.tb_next is not None:  # the frame whose statement numpy refused
         tb = tb.tb_next
-    for frame in reversed(frames):
-        for name, obj in frame.f_locals.items():
-            entry = trace.locked.get(id(obj))
-            if entry is not None and entry[0] is obj and entry[1]:
-                return MutationError(
-                    f"tape: f wrote in place into the numpy array `{name}` (shape "
-                    f"{obj.shape}), which the backward pass still needs: it is "
-                    f"{entry[1]}. The write would make the gradient wrong. Fix: write "
-                    f"into a copy (`{name} = {name}.copy()` before writing), or build the "
-                    "new value without mutation (xp.where, xp.concat), or differentiate "
-                    "the array itself (pass it as an argument: writes through traced "
-                    "arrays are differentiated)."
-                )
+    for name, obj in tb.tb_frame.f_locals.items():
+        role = _locked_role(obj, trace)
+        if role:
+            return MutationError(
+                f"tape: f wrote in place into the numpy array `{name}` (shape "
+                f"{obj.shape}), which the backward pass still needs: it is {role}. "
+                f"The write would make the gradient wrong. Fix: write into a copy "
+                f"(`{name} = {name}.copy()` before writing), or build the new value "
+                "without mutation (xp.where, xp.concat), or differentiate the array "
+                "itself (pass it as an argument: writes through traced arrays are "
+                "differentiated)."
+            )
     return None
+
+
+def _locked_role(obj: Any, trace: Trace) -> str:
+    """What ``obj`` (or the array it views) is to the backward pass, if this call locked it."""
+    while isinstance(obj, np.ndarray):
+        entry = trace.locked.get(id(obj))
+        if entry is not None and entry[0] is obj and entry[1]:
+            return entry[1]
+        obj = obj.base
+    return ""

@@ -7,10 +7,11 @@ tracer object to it. Every reference to the same tracer object sees the write, a
 operation recorded earlier keeps the value it read -- so the gradient is the one finite
 differences give: each read sees the value at the time of the read (seed 003).
 
-Views: ``v = x[1:3]`` (basic indexing) remembers ``x`` and the key, as a numpy view
-would: writes into ``v`` go through to ``x``, and a read of ``v`` after a write into
-``x`` sees the new values. Other functions (``reshape``, ``permute_dims``, ...) return new
-arrays, as the Array API allows.
+Views: where numpy returns a view -- basic indexing ``x[1:3]``, ``x.T``, ``reshape``,
+``permute_dims``, ``matrix_transpose``, ``expand_dims``, ``squeeze``, ``flip``,
+``moveaxis``, ``broadcast_to`` (read-only, as in numpy) -- the result remembers its base:
+writes into it go through to the base, and a read of it after a write into the base
+sees the new values, so the traced program computes what the plain numpy one does.
 
 Plain numpy arrays are never traced; writes into them are numpy's own. The engine
 locks (``flags.writeable = False``) every numpy array that a recorded operation saved
@@ -29,7 +30,7 @@ from adswitch.errors import UnsupportedError
 from . import prims as P
 from .tracer import Tracer, raw
 
-__all__ = ["getitem_view", "inplace", "setitem", "sync"]
+__all__ = ["getitem_view", "inplace", "read_only", "setitem", "sync", "view_of"]
 
 
 def _plain_key(x: Tracer, key: Any) -> Any:
@@ -46,15 +47,28 @@ def _plain_key(x: Tracer, key: Any) -> Any:
     return key
 
 
+def view_of(base: Any, out: Any, derive: Any, put: Any) -> Any:
+    """Mark ``out`` (``= derive(base)``) as a view of ``base``; ``put(base, view)`` writes
+    a changed view back. A no-op unless both are tracers."""
+    if type(out) is Tracer and type(base) is Tracer:
+        out._base = base
+        out._view = (derive, put)
+        out._seen = base._value
+    return out
+
+
+def read_only(base: Any, view: Any) -> None:
+    """The ``put`` of views numpy makes read-only (``broadcast_to``)."""
+    raise ValueError("assignment destination is read-only (a broadcast_to result, as in numpy)")
+
+
 def getitem_view(x: Tracer, key: Any) -> Any:
     """``x[key]``; for a basic key the result is a view of ``x`` (see module doc)."""
     key = _plain_key(x, key)
     out = P.getitem(x, key=key)
-    if P.is_basic_key(key) and type(out) is Tracer:
-        out._base = x
-        out._key = key
-        out._seen = x._value
-    return out
+    if not P.is_basic_key(key):
+        return out
+    return view_of(x, out, lambda b: P.getitem(b, key=key), lambda b, v: setitem(b, key, v))
 
 
 def sync(view: Tracer) -> None:
@@ -64,17 +78,18 @@ def sync(view: Tracer) -> None:
     if base._base is not None:
         sync(base)
     if base._value is not view._seen:
-        fresh = P.getitem(base, key=view._key)
+        fresh = view._view[0](base)
         view._value, view._trace, view._idx = fresh._value, fresh._trace, fresh._idx
         view._seen = base._value
 
 
 def _rebind(x: Tracer, new: Any) -> None:
     """Make the tracer object ``x`` hold ``new`` (a tracer) and write through to its base."""
-    x._value, x._trace, x._idx = new._value, new._trace, new._idx
     base = x._base
     if base is not None:
-        setitem(base, x._key, x)
+        x._view[1](base, new)  # raises before any change for a read-only view
+    x._value, x._trace, x._idx = new._value, new._trace, new._idx
+    if base is not None:
         x._seen = base._value
 
 

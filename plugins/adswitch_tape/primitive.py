@@ -39,9 +39,8 @@ class Prim:
         self.fn: Callable[..., Any] = impl
 
 
-def _record(
-    p: Prim, args: tuple[Any, ...], kw: dict[str, Any]
-) -> Tracer:  # the general path: any number of arguments
+def _record(p: Prim, args: tuple[Any, ...], kw: dict[str, Any]) -> Tracer:
+    """Record ``p(*args, **kw)`` with tracers among ``args`` (the general path)."""
     top: Trace | None = None
     for a in args:
         if type(a) is Tracer:

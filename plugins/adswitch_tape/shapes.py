@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import prims as P
+from .mutation import read_only, setitem, view_of
 from .tracer import raw
 
 
@@ -110,26 +111,50 @@ def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:
 
 
 # -- shape manipulation ----------------------------------------------------------------
+def _reshaped_view(x: Any, shape: tuple[int, ...]) -> Any:
+    return view_of(
+        x,
+        P.reshape(x, shape=shape),
+        lambda b: P.reshape(b, shape=shape),
+        lambda b, v: setitem(b, Ellipsis, P.reshape(v, shape=b.shape)),
+    )
+
+
+def _permuted_view(x: Any, axes: tuple[int, ...]) -> Any:
+    back = tuple(int(a) for a in np.argsort(axes))
+    return view_of(
+        x,
+        P.permute_dims(x, axes=axes),
+        lambda b: P.permute_dims(b, axes=axes),
+        lambda b, v: setitem(b, Ellipsis, P.permute_dims(v, axes=back)),
+    )
+
+
 def reshape(x: Any, /, shape: Sequence[int], *, copy: bool | None = None) -> Any:
-    """A new array of the same data in ``shape`` (a copy for traced arrays)."""
-    return P.reshape(x, shape=tuple(shape))
+    """The same data in ``shape`` (a view, as numpy's for contiguous arrays)."""
+    return _reshaped_view(x, tuple(shape))
 
 
 def permute_dims(x: Any, /, axes: Sequence[int]) -> Any:
-    """Reorder the axes."""
-    return P.permute_dims(x, axes=tuple(int(a) for a in axes))
+    """Reorder the axes (a view)."""
+    return _permuted_view(x, tuple(int(a) for a in axes))
 
 
 def matrix_transpose(x: Any, /) -> Any:
-    """Swap the last two axes."""
-    return P.matrix_transpose(x)
+    """Swap the last two axes (a view)."""
+    return view_of(
+        x,
+        P.matrix_transpose(x),
+        P.matrix_transpose,
+        lambda b, v: setitem(b, Ellipsis, P.matrix_transpose(v)),
+    )
 
 
 def expand_dims(x: Any, /, *, axis: int = 0) -> Any:
     """Insert an axis of length 1 at ``axis``."""
     shape = list(np.shape(raw(x)))
     shape.insert(axis if axis >= 0 else len(shape) + axis + 1, 1)
-    return P.reshape(x, shape=tuple(shape))
+    return _reshaped_view(x, tuple(shape))
 
 
 def squeeze(x: Any, /, axis: Any) -> Any:
@@ -138,12 +163,14 @@ def squeeze(x: Any, /, axis: Any) -> Any:
     axes = _axes(axis, len(shape)) or ()
     if builtins.any(shape[a] != 1 for a in axes):
         raise ValueError("squeeze: cannot remove an axis whose length is not 1")
-    return P.reshape(x, shape=tuple(n for i, n in enumerate(shape) if i not in axes))
+    return _reshaped_view(x, tuple(n for i, n in enumerate(shape) if i not in axes))
 
 
 def broadcast_to(x: Any, /, shape: Sequence[int]) -> Any:
-    """Broadcast ``x`` to ``shape``."""
-    return P.broadcast_to(x, shape=tuple(shape))
+    """Broadcast ``x`` to ``shape`` (a read-only view, as numpy's)."""
+    shape = tuple(shape)
+    out = P.broadcast_to(x, shape=shape)
+    return view_of(x, out, lambda b: P.broadcast_to(b, shape=shape), read_only)
 
 
 def broadcast_arrays(*arrays: Any) -> list[Any]:
@@ -168,12 +195,18 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     """Split ``x`` along ``axis`` into a tuple of arrays."""
     n = np.shape(raw(x))[axis]
     lead = (slice(None),) * (axis % _ndim(x))
-    return tuple(P.getitem(x, key=(*lead, i)) for i in range(n))
+    return tuple(x[(*lead, i)] for i in range(n))  # views, as numpy's
 
 
 def flip(x: Any, /, *, axis: Any = None) -> Any:
-    """Reverse the order of elements along ``axis`` (all axes when None)."""
-    return P.flip(x, axis=_axes(axis, _ndim(x)))
+    """Reverse the order of elements along ``axis`` (all axes when None; a view)."""
+    axes = _axes(axis, _ndim(x))
+    return view_of(
+        x,
+        P.flip(x, axis=axes),
+        lambda b: P.flip(b, axis=axes),
+        lambda b, v: setitem(b, Ellipsis, P.flip(v, axis=axes)),
+    )
 
 
 def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
@@ -187,7 +220,7 @@ def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
     order = [a for a in range(n) if a not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
-    return P.permute_dims(x, axes=tuple(order))
+    return _permuted_view(x, tuple(order))
 
 
 def take(x: Any, indices: Any, /, *, axis: int | None = None) -> Any:

@@ -48,13 +48,15 @@ class Tracer:
         _trace: the :class:`~adswitch_tape.core.Trace` recording operations on it.
         _idx: its slot on the trace's tape, or ``None`` for a value without history at
             this level (a traced buffer from ``zeros_like``, written to later).
-        _base, _key, _seen: for a basic-indexing view ``v = x[key]``: the tracer it views,
-            the key, and the base's value when ``v`` was last read -- so that writes go
-            through to the base and reads see the base's writes, as with numpy views.
+        _base, _view, _seen: for a view -- ``x[1:3]``, ``x.T``, ``xp.reshape(x, ...)``, as
+            numpy returns views for them -- the tracer it views, ``(derive, put)`` (how
+            to read the view from the base, how to write it back), and the base's value
+            when the view was last read: writes go through to the base, and reads see
+            the base's later writes, as with numpy views.
     """
 
-    __slots__ = ("_base", "_idx", "_key", "_seen", "_trace", "_value")
-    _key: Any
+    __slots__ = ("_base", "_idx", "_seen", "_trace", "_value", "_view")
+    _view: tuple[Any, Any]
     _seen: Any
     __array_priority__ = 100.0
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
@@ -93,11 +95,15 @@ class Tracer:
 
     @property
     def T(self) -> Any:
-        return _ops.permute_dims(self, axes=tuple(range(self.ndim - 1, -1, -1)))
+        from .shapes import permute_dims
+
+        return permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
 
     @property
     def mT(self) -> Any:
-        return _ops.matrix_transpose(self)
+        from .shapes import matrix_transpose
+
+        return matrix_transpose(self)
 
     def __array_namespace__(self, api_version: str | None = None) -> Any:
         from . import namespace

@@ -1,0 +1,97 @@
+"""The Array API's products and running reductions over autograd, exact at zeros.
+
+autograd's own ``prod`` rule divides by the input (``nan`` at a zero element) and its
+``cumprod`` has no rule at all; both are built here from multiplications instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as np
+
+from ._ns_manip import _index_along, _untraced
+from ._ns_support import is_traced
+
+__all__ = ["cumulative_prod", "cumulative_sum", "prod"]
+
+
+def cumulative_sum(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Any:
+    """Running sums along ``axis`` (may be ``None`` only for 1-d ``x``)."""
+    ndim = anp.ndim(x)
+    if axis is None:
+        if ndim != 1:
+            raise ValueError("cumulative_sum: axis=None needs a 1-d array; pass axis=")
+        axis = 0
+    result = anp.cumsum(x, axis=axis)
+    if include_initial:
+        shape = list(anp.shape(x))
+        shape[axis % ndim] = 1
+        result = anp.concatenate([np.zeros(shape, dtype=result.dtype), result], axis=axis)
+    if dtype is not None and result.dtype != dtype:
+        result = result.astype(dtype)
+    return result
+
+
+def cumulative_prod(
+    x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Any:
+    """Running products along ``axis``; exact derivatives also through zeros and signs
+    (one multiplication per step, not ``exp(cumsum(log))``)."""
+    ndim = anp.ndim(x)
+    if axis is None:
+        if ndim != 1:
+            raise ValueError("cumulative_prod: axis=None needs a 1-d array; pass axis=")
+        axis = 0
+    axis %= ndim
+    pieces = [x[_index_along(axis, ndim, slice(0, 1))]]
+    for i in range(1, anp.shape(x)[axis]):
+        pieces.append(pieces[-1] * x[_index_along(axis, ndim, slice(i, i + 1))])
+    if include_initial:
+        shape = list(anp.shape(x))
+        shape[axis] = 1
+        pieces.insert(0, np.ones(shape, dtype=_untraced(x).dtype))
+    result = anp.concatenate(pieces, axis=axis)
+    if dtype is not None and result.dtype != dtype:
+        result = result.astype(dtype)
+    return result
+
+
+def prod(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+    """Product over ``axis``, with exact derivatives also where elements are zero.
+
+    autograd's own rule divides (``g * prod / x``), which gives ``nan`` at a zero element;
+    here the product is a balanced tree of multiplications, whose derivatives are exact
+    to any order.
+    """
+    if not is_traced(x):
+        return np.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
+    ndim = anp.ndim(x)
+    shape = tuple(anp.shape(x))
+    if axis is None:
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(a % ndim for a in ((axis,) if isinstance(axis, int) else axis))
+    kept = [d for d in range(ndim) if d not in axes]
+    kept_shape = [shape[d] for d in kept]
+    count = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    if count == 0:
+        result: Any = np.ones(kept_shape, dtype=_untraced(x).dtype)
+    else:
+        y = anp.transpose(x, kept + list(axes)) if ndim else x
+        y = anp.reshape(y, (*kept_shape, count))
+        while anp.shape(y)[-1] > 1:
+            if anp.shape(y)[-1] % 2:
+                one = np.ones((*kept_shape, 1), dtype=_untraced(x).dtype)
+                y = anp.concatenate([y, one], axis=-1)
+            y = y[..., 0::2] * y[..., 1::2]
+        # numpy's prod returns a scalar or a new array, never a view of a temporary
+        result = y[0] if not kept_shape else y[..., 0] + 0.0
+    if keepdims:
+        result = anp.reshape(result, tuple(1 if d in axes else shape[d] for d in range(ndim)))
+    if dtype is not None and result.dtype != dtype:
+        result = result.astype(dtype)
+    return result
