@@ -61,7 +61,10 @@ class Plan:
         complex_seen = False  # or a non-numpy array, which the full check must look at
         for a, arg in enumerate(args):
             kind, val, dval = self._unwrap(a, arg)
-            flat, treedef = trees.flatten(val)
+            if type(val) is np.ndarray:  # a bare array: nothing to walk
+                flat, treedef = [val], None
+            else:
+                flat, treedef = trees.flatten(val)
             plan = ArgPlan(kind, val, dval, treedef)
             self.args.append(plan)
             ids = plan.leaf_ids
@@ -99,6 +102,8 @@ class Plan:
     # -- unwrapping ---------------------------------------------------------------------
     @staticmethod
     def _unwrap(a: int, arg: Any) -> tuple[int, Any, Any]:
+        if type(arg) is np.ndarray:
+            return PLAIN, arg, None
         if isinstance(arg, Duplicated):
             return DUPLICATED, arg.val, arg.dval
         if isinstance(arg, Const):

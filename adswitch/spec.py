@@ -43,7 +43,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import pluggy
@@ -99,8 +99,7 @@ class Capabilities:
     compiles: bool = False
 
 
-@dataclass(frozen=True)
-class CallInfo:
+class CallInfo(NamedTuple):
     """Facts about one differentiation call, passed to :meth:`Backend.value_and_grad`.
 
     Attributes:
