@@ -13,7 +13,13 @@ ratios (adswitch / direct), measured in alternating rounds in one process. Conte
 
 from __future__ import annotations
 
+import os
 import sys
+
+# One BLAS thread: on a shared machine multithreaded matmuls make the mlp rows noise.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any

@@ -7,11 +7,13 @@ median of ``autograd.grad`` called directly on the same computation written with
 numpy forward pass. Then the peak memory (tracemalloc) of one mlp gradient for both.
 All medians of one workload are measured side by side in one run (``timing.compare``).
 
-BLAS runs on one thread (unless the environment says otherwise): on a shared machine
-multi-threaded matrix products swing by 10x from run to run, which drowns the ratios;
-every contender uses the same BLAS, so the ratios stay comparable.
+BLAS runs on one thread unless the environment says otherwise: on this shared 2-core
+machine multi-threaded matrix products stalled 30-fold (the mlp took 78 ms instead of
+2.3 ms, for every contender alike). Every contender uses the same BLAS, so the ratios
+stay comparable; set ``OPENBLAS_NUM_THREADS`` to measure with threads on a quiet machine.
 """
 
+# ruff: noqa: E402  (BLAS threads are set before numpy is imported)
 from __future__ import annotations
 
 import functools
@@ -25,14 +27,14 @@ from typing import Any
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before numpy loads its BLAS
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import compare, fmt_seconds, print_table  # noqa: E402
-from workloads import WORKLOADS  # noqa: E402
+from timing import compare, fmt_seconds, print_table
+from workloads import WORKLOADS
 
-import adswitch as ad  # noqa: E402
+import adswitch as ad
 
 TARGETS = {"tiny": 0.4, "chain": 0.5, "mlp": 0.7, "nested": 0.6}
 FORWARD_TARGETS = {"chain": 4.0, "mlp": 3.0}

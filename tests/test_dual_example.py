@@ -313,3 +313,18 @@ def test_plugin_module_imports_no_engine_code() -> None:
 def test_docstring_examples(module: Any) -> None:
     failures, _ = doctest.testmod(module)
     assert failures == 0
+
+
+def test_constants_convert_to_numpy_losslessly() -> None:
+    """A namespace constant (zero tangent) may go into plain numpy; a traced value may not."""
+
+    def f(x: Any) -> Any:
+        xp = ad.array_namespace(x)
+        plain = np.zeros(3)
+        plain[0] = xp.asarray(np.array(2.0))  # a constant: nothing to lose
+        plain[1:] = xp.ones((2,))
+        plain += xp.asarray(np.array([0.0, 1.0, 1.0]))  # in place, still constant
+        return xp.sum(x * xp.asarray(plain))
+
+    (g,) = ad.gradient(f, np.array([0.5, 1.0, 2.0]), backend="dual")
+    np.testing.assert_array_equal(g, [2.0, 2.0, 2.0])

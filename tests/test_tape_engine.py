@@ -113,6 +113,37 @@ def test_float32_gradients_and_float_leaves() -> None:
     assert gs == pytest.approx(12.0)
 
 
+def test_locks_are_released_whatever_order_views_and_bases_were_locked() -> None:
+    from adswitch_tape.core import Trace
+
+    base = np.ones(4)
+    view, readonly = base[:2], np.ones(2)
+    readonly.flags.writeable = False
+    trace = Trace()
+    for array in (base, view, readonly):
+        trace.guard(array, "a test array")
+    assert not base.flags.writeable and not view.flags.writeable
+    trace.close()
+    assert base.flags.writeable and view.flags.writeable
+    assert not readonly.flags.writeable  # it was read-only before: left alone
+
+
+def test_large_fan_out_accumulates_correctly() -> None:
+    # Large arrays take the in-place paths (accumulation, fused rules); shared gradient
+    # objects (x + x) must not be updated in place.
+    rng = np.random.default_rng(5)
+    x, a, b = rng.standard_normal((3, 6000))
+
+    def f(v: Any) -> Any:
+        xp = _xp(v)
+        h = xp.tanh(v)
+        return xp.sum(v * a) + xp.sum(v * b) + xp.sum(h + h) + xp.sum(v + v) + xp.sum(h * h)
+
+    (g,) = ad.gradient(f, x, backend="tape")
+    t = np.tanh(x)
+    np.testing.assert_allclose(g, a + b + 2 * (1 - t**2) + 2 + 2 * t * (1 - t**2), rtol=1e-12)
+
+
 def test_threads_do_not_share_tape_state() -> None:
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
@@ -141,3 +172,31 @@ def test_threads_do_not_share_tape_state() -> None:
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_threads_sharing_a_constant_array_release_it_once_both_are_done() -> None:
+    shared = np.array([1.0, 2.0, 3.0])
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def work(scale: float) -> None:
+        try:
+            barrier.wait()
+            for _ in range(100):
+                (g, _) = ad.gradient(
+                    lambda v, c: _xp(v).sum(v * c) * scale,
+                    np.ones(3),
+                    ad.Const(shared),
+                    backend="tape",
+                )
+                np.testing.assert_allclose(g, scale * shared)
+        except BaseException as exc:  # reported to the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (1.0, 3.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert shared.flags.writeable

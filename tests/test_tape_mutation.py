@@ -112,6 +112,14 @@ def test_writes_in_a_loop() -> None:
     check_gradient(f, np.array([0.5, 1.5, -2.0, 0.7]))
 
 
+def test_writing_a_list_of_traced_values() -> None:
+    def f(x: Any) -> Any:
+        x[0:2] = [x[2] * 2.0, x[0] ** 2]
+        return _xp(x).sum(x * x)
+
+    check_gradient(f, np.array([0.5, 1.5, -2.0]))
+
+
 def test_advanced_index_write() -> None:
     def f(x: Any, v: Any) -> Any:
         x[np.array([0, 3])] = v * 2.0
@@ -234,6 +242,19 @@ def test_write_into_a_view_of_a_saved_const_array_raises() -> None:
 
     with pytest.raises(MutationError, match=r"`(head|c)`.*multiply"):
         ad.gradient(f, np.array([3.0, 4.0]), ad.Const(np.array([1.0, 2.0])), backend="tape")
+
+
+def test_an_inner_call_does_not_release_what_the_outer_call_saved() -> None:
+    def outer(w: Any, x: Any) -> Any:
+        xp = _xp(w)
+        (gx,) = ad.gradient(lambda v: xp.sum((v @ w) ** 2), x)  # the outer call saves x
+        x[0, 0] = 5.0  # after the inner call: x must still be locked
+        return xp.sum(gx)
+
+    x = np.array([[1.0, 2.0]])
+    with pytest.raises(MutationError, match="`x`"):
+        ad.gradient(outer, np.array([[1.0], [0.5]]), ad.Const(x), backend="tape")
+    assert x.flags.writeable
 
 
 def test_write_into_a_differentiated_array_through_a_closure_raises() -> None:

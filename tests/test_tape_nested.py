@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from test_tape_support import fd_gradient
 
 import adswitch as ad
@@ -40,6 +41,21 @@ def test_third_order_closed_form() -> None:
 
     (g3,) = ad.gradient(lambda x: _sum(d2(x)), X, backend="tape")
     np.testing.assert_allclose(g3, 8 * np.exp(2 * X) + 24 * X, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 5000], ids=["small", "large"])  # both tanh_grad paths
+def test_third_order_of_tanh_closed_form(n: int) -> None:
+    x = np.linspace(-2.0, 2.0, n)
+
+    def d1(z: Any) -> Any:
+        return ad.gradient(lambda u: _sum(_xp(u).tanh(u)), z)[0]
+
+    def d2(y: Any) -> Any:
+        return ad.gradient(lambda z: _sum(d1(z)), y)[0]
+
+    (g3,) = ad.gradient(lambda v: _sum(d2(v)), x, backend="tape")
+    t = np.tanh(x)
+    np.testing.assert_allclose(g3, (6 * t**2 - 2) * (1 - t**2), rtol=1e-10, atol=1e-12)
 
 
 def test_fourth_order_mixed_closed_form() -> None:
@@ -158,3 +174,41 @@ def test_inner_write_to_its_argument_reaches_the_outer_value() -> None:
     expected = np.cos(X) - X * np.sin(X)
     expected[0] = 0.0
     np.testing.assert_allclose(g, expected, rtol=1e-12)
+
+
+def _prod_hessian(x: np.ndarray) -> np.ndarray:
+    """d^2 prod(x) / dx_i dx_j = product of the elements other than i and j (0 if i == j)."""
+    n = x.size
+    h = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                h[i, j] = np.prod(np.delete(x, [i, j]))
+    return h
+
+
+@pytest.mark.parametrize(
+    "x", [[0.0, -0.5, 2.0, 1.5], [0.0, 0.0, 2.0, 1.5], [0.7, -0.5, 2.0, 1.5]], ids=str
+)
+def test_second_order_of_prod_with_zeros_is_exact(x: list[float]) -> None:
+    xv, c = np.array(x), np.array([0.3, -1.0, 0.5, 2.0])
+
+    def f(v: Any) -> Any:
+        (g,) = ad.gradient(lambda u: _xp(u).prod(u), v)
+        return _sum(g * c)
+
+    (h,) = ad.gradient(f, xv, backend="tape")
+    np.testing.assert_allclose(h, _prod_hessian(xv) @ c, rtol=1e-12, atol=1e-12)
+
+
+def test_second_order_of_prod_along_an_axis_with_zeros() -> None:
+    x = np.array([[0.0, -0.5, 2.0], [1.5, 0.0, 0.0]])
+    c = np.array([[0.3, -1.0, 0.5], [2.0, 0.7, -0.2]])
+
+    def f(v: Any) -> Any:
+        (g,) = ad.gradient(lambda u: _sum(_xp(u).prod(u, axis=1)), v)
+        return _sum(g * c)
+
+    (h,) = ad.gradient(f, x, backend="tape")
+    expected = np.stack([_prod_hessian(x[r]) @ c[r] for r in range(2)])
+    np.testing.assert_allclose(h, expected, rtol=1e-12, atol=1e-12)

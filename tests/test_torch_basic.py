@@ -277,3 +277,29 @@ def test_tensor_subclass_inputs_take_the_public_backward_path() -> None:
     (g,) = ad.gradient(lambda x: (x**3).sum(), x, backend="torch")
     xn = np.array([0.5, -1.0])
     np.testing.assert_allclose(np.asarray(g.detach()), 3 * xn**2, rtol=1e-14)
+
+
+def test_float_dtype_torch_lacks_is_refused_not_dropped() -> None:
+    x = np.ones(2, dtype=np.longdouble)
+    if np.dtype(np.longdouble) == np.float64:
+        pytest.skip("longdouble is float64 on this platform")
+    with pytest.raises(ad.UnsupportedError, match="float64"):
+        ad.gradient(lambda x: ad.array_namespace(x).sum(x), x, backend="torch")
+
+
+def test_concurrent_calls_from_threads_do_not_mix() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(k: int) -> Any:
+        x = np.full(3, float(k))
+
+        def outer(x: Any) -> Any:  # nested, so each thread's call stack matters too
+            (g,) = ad.gradient(lambda y: ad.array_namespace(y).sum(y**3), x)
+            return ad.array_namespace(g).sum(g)
+
+        return ad.gradient(outer, x, backend="torch")[0]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(one, range(1, 9)))
+    for k, g in enumerate(results, start=1):
+        np.testing.assert_allclose(g, np.full(3, 6.0 * k), rtol=1e-14)

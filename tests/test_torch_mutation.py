@@ -4,6 +4,7 @@ exception chained -- never a wrong number, never a half-written shadow."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -231,7 +232,7 @@ def test_copy_saved_still_refuses_writes_into_a_nested_argument() -> None:
         ad.gradient(outer, np.array([1.0, 2.0]), backend=COPYING)
 
 
-# -- strict mode: Python numbers made from values being differentiated ----------------
+# -- Python numbers made from values being differentiated (refused by default) ---------
 
 
 def square_of_sum_through_float(x: Any) -> Any:
@@ -240,11 +241,33 @@ def square_of_sum_through_float(x: Any) -> Any:
     return xp.sum(x) * s
 
 
-def test_strict_mode_refuses_float_of_a_traced_value() -> None:
+def test_float_of_a_traced_value_is_refused_by_default() -> None:
     with pytest.raises(ad.UnsupportedError, match=r"float\(x\).*s = float"):
-        ad.gradient(
-            square_of_sum_through_float, np.array([1.0, 2.0]), backend=TorchBackend(strict=True)
+        ad.gradient(square_of_sum_through_float, np.array([1.0, 2.0]), backend="torch")
+
+
+def test_item_of_a_traced_value_is_refused_and_torch_is_untouched_outside() -> None:
+    def f(x: Any) -> Any:
+        xp = ad.array_namespace(x)
+        return xp.sum(x) * xp.sum(x).item()
+
+    with pytest.raises(ad.UnsupportedError, match=r"x\.item\(\)"):
+        ad.gradient(f, np.array([1.0, 2.0]), backend="torch")
+    t = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    with warnings.catch_warnings():  # outside a call: torch's own behaviour (it may warn)
+        warnings.simplefilter("ignore")
+        assert float(t.sum()) == 2.0
+    assert t.sum().item() == 2.0 and t.tolist() == [1.0, 1.0]
+
+
+def test_strict_false_restores_plain_torch_behaviour() -> None:
+    # d/dx [sum(x) * s] with s held constant: the number plain torch gives.
+    with warnings.catch_warnings():  # torch warns (once per process) about the conversion
+        warnings.simplefilter("ignore")
+        (g,) = ad.gradient(
+            square_of_sum_through_float, np.array([1.0, 2.0]), backend=TorchBackend(strict=False)
         )
+    np.testing.assert_allclose(g, [3.0, 3.0], rtol=1e-14)
 
 
 def test_strict_mode_allows_value_dependent_branches_and_integers() -> None:
@@ -255,5 +278,5 @@ def test_strict_mode_allows_value_dependent_branches_and_integers() -> None:
             return xp.sum(x**2)
         return xp.sum(x)
 
-    (g,) = ad.gradient(f, np.array([1.0, 2.0]), backend=TorchBackend(strict=True))
+    (g,) = ad.gradient(f, np.array([1.0, 2.0]), backend="torch")
     np.testing.assert_allclose(g, [2.0, 4.0], rtol=1e-14)

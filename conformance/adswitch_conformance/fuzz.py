@@ -93,7 +93,7 @@ class Profile:
 
 
 PROFILES = {
-    "ci": Profile("ci", examples=300, per_backend={"jax": 60}, max_steps=8, derandomize=True),
+    "ci": Profile("ci", examples=500, per_backend={"jax": 150}, max_steps=8, derandomize=True),
     "long": Profile("long", 3000, per_backend={"jax": 400}, max_steps=10, derandomize=False),
 }
 
@@ -154,27 +154,62 @@ def _excused(program: Program, backend: str) -> str:
     return ""
 
 
-def _run_engine(program: Program, backend: str) -> tuple[Any, list[Any], list[Any]]:
-    """Call ``ad.withgradient`` once: ``(result, the arguments' arrays, shadows)``."""
+@dataclass
+class _Call:
+    """One engine call: its result and the arrays it was given."""
+
+    result: Any
+    args: list[Any]  # numpy views of the arguments (to see writes into them)
+    shadows: list[Any]  # the shadow objects passed in Duplicated (identity checks)
+    shadow_values: list[Any]  # numpy views of the shadows
+
+
+def _run_engine(program: Program, backend: str) -> _Call:
+    """Call ``ad.withgradient`` (or ``ad.gradient``) once."""
     import adswitch as ad
 
     args = numpy_args(program, program.dtype)
+    convert: Callable[[Any], Any] = lambda array: array  # noqa: E731
+    if program.native and backend == "torch":
+        import torch
+
+        convert = torch.from_numpy  # shares memory: writes stay visible in ``args``
+    memo: dict[int, Any] = {}  # a tied argument stays one object
     call: list[Any] = []
     shadows: list[Any] = []
+    shadow_values: list[Any] = []
     for arg, value in zip(program.args, args, strict=True):
+        given = memo.setdefault(id(value), convert(value)) if arg.is_array else value
         shadow = np.full_like(value, SHADOW_START) if arg.activity == "dup" else None
-        shadows.append(shadow)
+        shadow_values.append(shadow)
+        shadows.append(None if shadow is None else convert(shadow))
         if arg.activity == "dup":
-            call.append(ad.Duplicated(value, shadow))
+            call.append(ad.Duplicated(given, shadows[-1]))
         elif arg.activity == "const":
-            call.append(ad.Const(value))
+            call.append(ad.Const(given))
         else:
-            call.append(value)
+            call.append(given)
     f = program.compile(ad, program.dtype)
     if program.entry == "gradient":
         grads = ad.gradient(f, *call, backend=backend, zero=program.zero)
-        return ad.WithGradient(None, grads), args, shadows
-    return ad.withgradient(f, *call, backend=backend, zero=program.zero), args, shadows
+        return _Call(ad.WithGradient(None, grads), args, shadows, shadow_values)
+    result = ad.withgradient(f, *call, backend=backend, zero=program.zero)
+    return _Call(result, args, shadows, shadow_values)
+
+
+def _as_numpy(value: Any, native: bool) -> tuple[Any, str]:
+    """``(numpy array, problem)``: the engine's array as numpy, and what is wrong with its
+    kind (a torch tensor where numpy was passed, a graph-attached tensor...)."""
+    module = type(value).__module__.partition(".")[0]
+    if native:
+        if module != "torch":
+            return np.asarray(value), f"{type(value).__name__}, expected a torch tensor"
+        if value.requires_grad:
+            return value.detach().numpy(), "a tensor still attached to a graph"
+        return value.numpy(), ""
+    if not isinstance(value, np.ndarray):
+        return np.asarray(value), f"{module}.{type(value).__name__}, expected a numpy array"
+    return value, ""
 
 
 def _compare(got: Any, want: Any, rtol: float, atol: float) -> str:
@@ -195,29 +230,34 @@ def _compare(got: Any, want: Any, rtol: float, atol: float) -> str:
     )
 
 
-def _gradient_problems(
-    program: Program, grads: list[Any], shadows: list[Any], ref: Reference
-) -> list[str]:
+def _gradient_problems(program: Program, backend: str, call: _Call, ref: Reference) -> list[str]:
     rtol, atol = FD_TOLERANCE[kind(program)]
+    native = program.native and backend == "torch"
     problems = []
     for i, arg in enumerate(program.args):
-        got, want = grads[i], ref.grads[i]
+        got, want = call.result.grad[i], ref.grads[i]
         label = f"argument {arg.name} ({arg.activity})"
         if want is None:
             if got is not None:
                 problems.append(f"{label}: gradient {type(got).__name__}, expected None")
             continue
+        if not arg.is_array:
+            if not isinstance(got, float):
+                problems.append(f"{label}: gradient is {type(got).__name__}, expected a float")
+            elif diff := _compare(got, want, rtol, atol * ref.scale):
+                problems.append(f"{label}: {diff}")
+            continue
         if arg.activity == "dup":
-            if got is not shadows[i]:
+            if got is not call.shadows[i]:
                 problems.append(f"{label}: result is not the Duplicated shadow object itself")
-            got, want = shadows[i], want if program.zero else want + SHADOW_START
-        if arg.is_array and not (isinstance(got, np.ndarray) and got.dtype == program.dtype):
-            kind_of = f"{type(got).__name__} {getattr(got, 'dtype', '')}"
-            problems.append(
-                f"{label}: gradient is {kind_of}, expected a {program.dtype} numpy array"
-            )
-        elif not arg.is_array and not isinstance(got, float):
-            problems.append(f"{label}: gradient is {type(got).__name__}, expected a Python float")
+            got = call.shadow_values[i]
+            want = want if program.zero else want + SHADOW_START
+        else:
+            got, problem = _as_numpy(got, native)
+            if problem:
+                problems.append(f"{label}: gradient is {problem}")
+        if got.dtype != program.dtype:
+            problems.append(f"{label}: gradient dtype {got.dtype}, expected {program.dtype}")
         elif diff := _compare(got, want, rtol, atol * ref.scale):
             problems.append(f"{label}: {diff}")
     return problems
@@ -227,7 +267,7 @@ def _judge(program: Program, backend: str, ref: Reference) -> Outcome:
     from adswitch.errors import MutationError, UnsupportedError
 
     try:
-        result, args, shadows = _run_engine(program, backend)
+        call = _run_engine(program, backend)
     except (UnsupportedError, MutationError) as exc:
         missing = _excused(program, backend)
         message = f"{type(exc).__name__}: {exc}"
@@ -238,22 +278,26 @@ def _judge(program: Program, backend: str, ref: Reference) -> Outcome:
         trace = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         tail = traceback.extract_tb(exc.__traceback__)[-1]
         return Outcome("ERROR", f"{trace}\n      (raised at {tail.filename}:{tail.lineno})")
-    grads = list(result.grad)
-    problems = _gradient_problems(program, grads, shadows, ref)
-    rtol = FD_TOLERANCE[kind(program)][0]
-    value = np.asarray(result.val, dtype=np.float64) if program.entry == "withgradient" else None
-    if value is not None and (diff := _compare(value, ref.loss, rtol, rtol * ref.scale)):
-        problems.append(f"value: {diff}")
-    for arg, used in zip(program.args, args, strict=True):
+    problems = _gradient_problems(program, backend, call, ref)
+    if program.entry == "withgradient":
+        rtol = FD_TOLERANCE[kind(program)][0]
+        value, problem = _as_numpy(call.result.val, program.native and backend == "torch")
+        if problem and not isinstance(call.result.val, float | np.floating):
+            problems.append(f"value: {problem}")
+        if diff := _compare(value, ref.loss, rtol, rtol * ref.scale):
+            problems.append(f"value: {diff}")
+    for arg, used in zip(program.args, call.args, strict=True):
         untouched = np.asarray(arg.value, dtype=program.dtype) if arg.is_array else None
         if arg.activity != "tie" and untouched is not None and not np.array_equal(used, untouched):
             problems.append(f"argument {arg.name} was modified by the call; f does not write it")
-    as_float = [None if g is None else np.array(g, dtype=np.float64) for g in grads]
-    return (
-        Outcome("WRONG", "\n    ".join(problems), as_float)
-        if problems
-        else Outcome("pass", "", as_float)
-    )
+    native = program.native and backend == "torch"
+    as_float = [
+        None if g is None else np.array(_as_numpy(g, native)[0], dtype=np.float64)
+        for g in call.result.grad
+    ]
+    if problems:
+        return Outcome("WRONG", "\n    ".join(problems), as_float)
+    return Outcome("pass", "", as_float)
 
 
 def check_program(program: Program, backends: Sequence[str]) -> dict[str, Outcome]:

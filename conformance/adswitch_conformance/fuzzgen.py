@@ -640,7 +640,7 @@ class _Builder:
         )
 
 
-_WEIGHTS = {"plain": 5, "mutating": 2, "nested": 2, "float32": 1}
+_WEIGHTS = {"plain": 4, "mutating": 3, "nested": 2, "float32": 1}
 
 
 @st.composite
@@ -651,7 +651,7 @@ def programs(
 
     Args:
         draw: supplied by Hypothesis.
-        max_steps: the most operation lines (nested programs: at most 4).
+        max_steps: the most operation steps (nested programs: at most 4); at least 3.
         max_inputs: the most arguments (further operands become constants).
         modes: the kinds of program to draw from (see :data:`MODES`).
 
@@ -664,9 +664,13 @@ def programs(
     builder = _Builder(draw, max_inputs, mode)
     builder.new_input(builder.shape(), first=True)
     steps = min(max_steps, 4) if mode == "nested" else max_steps
-    for _ in range(draw(st.integers(1, steps))):
+    # At least a few steps: Hypothesis favours the smallest draws, and a failing program
+    # is cut down line by line afterwards (fuzz.minimize) anyway.
+    for _ in range(draw(st.integers(min(3, steps), steps))):
         builder.step()
     program = builder.finish(zero=draw(st.integers(0, 3)) > 0)
     if draw(st.integers(0, 3)) == 0:
         program = dataclasses.replace(program, entry="gradient")
+    if draw(st.integers(0, 3)) == 0:
+        program = dataclasses.replace(program, native=True)
     return program

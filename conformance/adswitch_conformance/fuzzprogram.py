@@ -72,6 +72,8 @@ class Program:
             expression gives the distance of the inputs to a kink.
         zero: the ``zero=`` flag of the call (``False``: shadows accumulate).
         entry: ``"withgradient"`` or ``"gradient"``, the API function called.
+        native: on the torch engine, pass torch tensors (``torch.from_numpy``) instead
+            of numpy arrays: gradients must then come back as tensors.
         dtype: ``"float64"`` or ``"float32"``.
         nested: ``f`` differentiates the body ``h`` inside (see the module docstring).
         outer: for nested programs, per argument, the weight of its inner gradient in
@@ -87,6 +89,7 @@ class Program:
     margins: tuple[tuple[int, str], ...] = ()
     zero: bool = True
     entry: str = "withgradient"
+    native: bool = False
     dtype: str = "float64"
     nested: bool = False
     outer: tuple[str | None, ...] = ()
@@ -140,7 +143,13 @@ class Program:
     def source(self, backend: str | None = None) -> str:
         """A complete, runnable script reproducing the program on ``backend`` (by default
         on the engine adswitch selects)."""
-        out = ["import numpy as np", "import adswitch as ad", ""]
+        torch = self.native and backend == "torch"
+        out = [
+            "import numpy as np",
+            *(["import torch"] if torch else []),
+            "import adswitch as ad",
+            "",
+        ]
         out += [f"c{i} = {self._literal(c)}" for i, c in enumerate(self.consts)]
         out += ["", "", self.function_source(), ""]
         call_args = []
@@ -148,9 +157,12 @@ class Program:
             if arg.activity == "tie":
                 call_args.append(self.args[arg.tie_to or 0].name)
                 continue
-            out.append(f"{arg.name} = {self._literal(arg.value)}")
+            literal = self._literal(arg.value)
+            native = torch and arg.is_array
+            out.append(f"{arg.name} = {f'torch.from_numpy({literal})' if native else literal}")
+            like = "torch" if native else "np"
             if arg.activity == "dup":
-                call_args.append(f"ad.Duplicated({arg.name}, np.full_like({arg.name}, 0.25))")
+                call_args.append(f"ad.Duplicated({arg.name}, {like}.full_like({arg.name}, 0.25))")
             elif arg.activity == "const":
                 call_args.append(f"ad.Const({arg.name})")
             else:

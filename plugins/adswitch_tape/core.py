@@ -9,14 +9,17 @@ computed by calling the same primitive on the unwrapped values -- which records 
 the lower levels in turn. Because gradient rules are written with these same primitives,
 the backward sweep of an inner call is itself recorded by the enclosing call: any order.
 
-There is no global mutable state: a trace belongs to one call in one thread, tracers
-point at their trace, so concurrent calls in different threads share nothing (the level
-counter is an ``itertools.count``, atomic under the GIL).
+Tape state is per call: a trace belongs to one call in one thread and tracers point at
+their trace, so concurrent calls in different threads share no tape (the level counter
+is an ``itertools.count``, atomic under the GIL). The one shared table is the count of
+calls holding each locked numpy array, behind a ``threading.Lock``.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +27,14 @@ import numpy as np
 
 from adswitch.errors import MutationError, UnsupportedError
 
-__all__ = ["FREE", "Rule", "Trace", "backward", "escaped"]
+__all__ = ["FREE", "IN_PLACE_FROM", "Rule", "Trace", "backward", "escaped"]
 
 _LEVELS = itertools.count(1)
+
+# Every array some call locked: id -> [array, number of calls holding it, was writeable].
+# Shared by all threads (an array can be an argument of concurrent calls), hence the lock.
+_LOCKS: dict[int, list[Any]] = {}
+_LOCKS_GUARD = threading.Lock()
 
 Rule = Callable[..., Any]
 """A gradient rule ``rule(g, ans, *args, **kw)``: the gradient for one argument."""
@@ -46,7 +54,8 @@ class Trace:
         self.level = next(_LEVELS)
         self.tape: list[Entry | None] = []
         self.live = True
-        # id -> (array, role, was_writeable); the array is kept so its id stays unique.
+        # id -> (array, role); role "" for an array that was read-only before any call
+        # locked it. Arrays are kept so that their ids stay unique.
         self.locked: dict[int, tuple[np.ndarray, str]] = {}
 
     def leaf(self, value: Any) -> Tracer:
@@ -57,25 +66,45 @@ class Trace:
     def guard(self, array: np.ndarray, role: str) -> None:
         """Lock ``array`` (and the arrays it views) read-only until the call ends, so that
         a write by ``f`` into an array the backward pass will read fails loudly instead
-        of corrupting the gradient. Already read-only arrays are left alone."""
+        of corrupting the gradient. Locks are counted across calls and threads: an
+        array stays locked until the last call that needs it ends, and one that was
+        read-only already is left so."""
         locked = self.locked
         a: Any = array
         while isinstance(a, np.ndarray) and id(a) not in locked:
-            if a.flags.writeable:
-                a.flags.writeable = False
-                locked[id(a)] = (a, role)
-            else:
-                locked[id(a)] = (a, "")  # not ours to restore
+            with _LOCKS_GUARD:
+                entry = _LOCKS.get(id(a))
+                if entry is None:
+                    entry = _LOCKS[id(a)] = [a, 0, a.flags.writeable]
+                    if entry[2]:
+                        a.flags.writeable = False
+                entry[1] += 1
+            locked[id(a)] = (a, role if entry[2] else "")
             a = a.base
 
     def close(self) -> None:
-        """End the call: restore the flags it changed (bases after their views were
-        locked, so restore in reverse) and refuse further recording."""
+        """End the call: release its locks (restoring owners before their views, as
+        numpy refuses the reverse) and refuse further recording."""
         self.live = False
-        for array, role in reversed(list(self.locked.values())):
-            if role:
+        release = []
+        with _LOCKS_GUARD:
+            for array, _ in self.locked.values():
+                entry = _LOCKS[id(array)]
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del _LOCKS[id(array)]
+                    if entry[2]:
+                        release.append(array)
+            for array in sorted(release, key=_view_depth):
                 array.flags.writeable = True
         self.locked.clear()
+
+
+def _view_depth(array: np.ndarray) -> int:
+    depth = 0
+    while isinstance(array.base, np.ndarray):
+        array, depth = array.base, depth + 1
+    return depth
 
 
 class _Free(Trace):
@@ -111,6 +140,42 @@ def escaped(name: str) -> MutationError:
     )
 
 
+# Arrays at least this large are worth updating in place (below, numpy's temporaries are
+# cheaper than the checks); shared with the rules in ``vjps``.
+IN_PLACE_FROM = 4096
+
+
+def _exclusive_refcount() -> int:
+    """``sys.getrefcount`` of an array held only by a list slot and one local -- the
+    pattern of ``backward`` -- measured, not assumed, as it varies across Pythons."""
+    grads = [np.empty(1)]
+    old = grads[0]
+    return sys.getrefcount(old)
+
+
+_EXCLUSIVE = _exclusive_refcount()
+
+
+def _added_in_place(old: Any, gk: Any) -> bool:
+    """Accumulate ``gk`` into ``old`` in place when that is safe: ``old`` is a large plain
+    array that owns its memory, is writeable, and nothing but the sweep refers to it (no
+    other gradient slot, no tape entry, no user variable). Saves a large temporary per
+    fan-out."""
+    if (
+        type(old) is np.ndarray
+        and type(gk) is np.ndarray
+        and old.size >= IN_PLACE_FROM
+        and old.base is None
+        and old.shape == np.broadcast_shapes(old.shape, gk.shape)
+        and old.dtype == np.result_type(old, gk)
+        and old.flags.writeable
+        and sys.getrefcount(old) == _EXCLUSIVE + 1  # + the argument of this call
+    ):
+        np.add(old, gk, out=old)
+        return True
+    return False
+
+
 def _no_rule(name: str, k: int) -> UnsupportedError:
     return UnsupportedError(
         f"tape: no gradient rule for `{name}` with respect to argument {k}; "
@@ -134,7 +199,9 @@ def backward(trace: Trace, root: int, seed: Any) -> list[Any]:
         grads[i] = None
         tape[i] = None  # free the saved values as soon as they are used
         p, args, ans, kw, parents = entry
-        if isinstance(parents, int):  # one parent, the first argument
+        # One parent, the first argument: most entries. This branch is the loop below,
+        # unrolled for it (the sweep's hot path).
+        if isinstance(parents, int):
             try:
                 rule = p.rules[0]
                 gk = rule(g, ans, *args, **kw) if kw else rule(g, ans, *args)
@@ -143,7 +210,10 @@ def backward(trace: Trace, root: int, seed: Any) -> list[Any]:
                     raise
                 raise _no_rule(p.name, 0) from None
             old = grads[parents]
-            grads[parents] = gk if old is None else old + gk
+            if old is None:
+                grads[parents] = gk
+            elif not _added_in_place(old, gk):
+                grads[parents] = old + gk
             continue
         for k in range(len(parents)):
             j = parents[k]
@@ -157,7 +227,10 @@ def backward(trace: Trace, root: int, seed: Any) -> list[Any]:
                     raise
                 raise _no_rule(p.name, k) from None
             old = grads[j]
-            grads[j] = gk if old is None else old + gk
+            if old is None:
+                grads[j] = gk
+            elif not _added_in_place(old, gk):
+                grads[j] = old + gk
     return grads
 
 

@@ -98,6 +98,10 @@ def setitem(x: Tracer, key: Any, value: Any) -> None:
     if x._base is not None:
         sync(x)
     key = _plain_key(x, key)
+    if isinstance(value, (list, tuple)):  # x[0:2] = [t0, t1]: assemble the traced pieces
+        from .creation import asarray
+
+        value = asarray(value)
     if type(value) is Tracer and not P.is_basic_key(key):
         hits = np.zeros(x.shape, dtype=np.intp)
         np.add.at(hits, key, 1)

@@ -125,45 +125,37 @@ def binary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[
     p = Prim(name, impl, saves)
 
     def prim(x: Any, y: Any, /) -> Any:
-        if type(x) is Tracer:
-            if x._base is not None:
-                _mutation.sync(x)
-            trace = x._trace
-            if type(y) is Tracer:
-                if y._trace is not trace or y._base is not None:
-                    return _record(p, (x, y), {})
-                xv, yv = x._value, y._value
-                args: tuple[Any, ...] = (xv, yv)
-                parents: tuple[int | None, ...] = (x._idx, y._idx)
-                nested = type(xv) is Tracer or type(yv) is Tracer
-            else:
-                xv = x._value
-                if saves and type(y) is np.ndarray and id(y) not in trace.locked:
-                    trace.guard(y, f"a constant argument of `{name}`")
-                args = (xv, y)
-                idx = x._idx
-                parents = idx  # type: ignore[assignment]  # the bare-slot form
-                nested = type(xv) is Tracer
-        elif type(y) is Tracer:
-            if y._base is not None:
-                _mutation.sync(y)
-            trace = y._trace
-            yv = y._value
-            if saves and type(x) is np.ndarray and id(x) not in trace.locked:
-                trace.guard(x, f"a constant argument of `{name}`")
-            args = (x, yv)
-            idx = y._idx
-            parents = (None, idx)
-            nested = type(yv) is Tracer
-        else:
-            return impl(x, y)
+        if type(x) is not Tracer:
+            if type(y) is not Tracer:
+                return impl(x, y)
+            return _record(p, (x, y), {})  # constant (+) traced: reflected operators
+        if x._base is not None:
+            _mutation.sync(x)
+        trace = x._trace
         if not trace.live:
             raise escaped(name)
-        ans = prim(*args) if nested else impl(*args)
-        if parents is None or parents == (None, None):
+        xv = x._value
+        if type(y) is Tracer:  # traced (+) traced, the same level: one straight path
+            if y._trace is not trace or y._base is not None:
+                return _record(p, (x, y), {})
+            yv = y._value
+            nested = type(xv) is Tracer or type(yv) is Tracer
+            ans = prim(xv, yv) if nested else impl(xv, yv)
+            xi, yi = x._idx, y._idx
+            if xi is None and yi is None:
+                return Tracer(ans, trace, None)
+            tape = trace.tape
+            tape.append((p, (xv, yv), ans, None, (xi, yi)))
+            return Tracer(ans, trace, len(tape) - 1)
+        # traced (+) constant: the commonest case (x * 2.0, x + b, x @ W...)
+        if saves and type(y) is np.ndarray and id(y) not in trace.locked:
+            trace.guard(y, f"a constant argument of `{name}`")
+        ans = prim(xv, y) if type(xv) is Tracer else impl(xv, y)
+        idx = x._idx
+        if idx is None:
             return Tracer(ans, trace, None)
         tape = trace.tape
-        tape.append((p, args, ans, None, parents))
+        tape.append((p, (xv, y), ans, None, idx))
         return Tracer(ans, trace, len(tape) - 1)
 
     return _register(p, prim)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .core import IN_PLACE_FROM
 from .primitive import binary, nary, unary
 from .tracer import Tracer
 
@@ -52,6 +53,23 @@ logaddexp = binary("logaddexp", np.logaddexp)
 copysign = binary("copysign", np.copysign)
 remainder = binary("remainder", np.remainder)
 matmul = binary("matmul", np.matmul)
+
+
+def _tanh_grad(g: Any, ans: Any) -> Any:
+    """``g * (1 - ans**2)``, the gradient of ``tanh`` -- one primitive rather than three,
+    so a nested call records one operation and large arrays need one temporary."""
+    if (
+        type(ans) is np.ndarray
+        and ans.size >= IN_PLACE_FROM
+        and np.result_type(g, ans) == ans.dtype
+    ):
+        t = np.multiply(ans, ans)
+        np.subtract(1.0, t, out=t)
+        return np.multiply(t, g, out=t)
+    return g * (1.0 - ans * ans)
+
+
+tanh_grad = binary("tanh_grad", _tanh_grad)
 where = nary("where", np.where)
 
 

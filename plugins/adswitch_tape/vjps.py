@@ -5,6 +5,8 @@ gradient of the output ``ans``. Rules use the primitives (``P.*``) and operators
 raw numpy on ``g`` or on arguments: in a nested call those are tracers of the enclosing
 call, and the rule is then recorded -- that is what makes any order of derivatives work.
 Quantities with a zero derivative (masks, signs, counts) are computed on raw values.
+At top level (plain numpy) the hottest rules write ``g * factor`` into their own fresh
+temporary when arrays are large (``_times``): fewer allocations, same numbers.
 
 Non-smooth points (documented choices, each consistent with central differences):
     * ``abs`` at 0: gradient 0 (``sign(0) = 0``); ``sign``, ``floor`` and friends: 0.
@@ -12,7 +14,8 @@ Non-smooth points (documented choices, each consistent with central differences)
       arguments (0.5 each), which is what central differences give; ``clip`` is built on
       them, so at a bound the input gets 0.5.
     * ``max``/``min`` reductions with tied extremes: split evenly among the tied elements.
-    * ``prod`` with zeros: exact (the product of the other elements), no division by zero.
+    * ``prod`` with zeros: exact at any order (the product of the other elements, never
+      a division by zero).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import prims as P
+from .core import IN_PLACE_FROM
 from .primitive import defvjp, defvjp_variadic
 from .tracer import Tracer, raw
 
@@ -54,10 +58,9 @@ def unbroadcast(g: Any, x: Any) -> Any:
     return g
 
 
-# Below this many elements numpy's temporaries cost less than the checks that avoid them;
-# above, a fresh temporary of a large array costs page faults (measured: tanh's rule on
-# 128 x 256 float64 is 10x faster written into one temporary).
-_IN_PLACE_FROM = 4096
+# Below IN_PLACE_FROM elements numpy's temporaries cost less than the checks that avoid
+# them; above, a fresh temporary of a large array costs page faults (measured: tanh's rule
+# on 128 x 256 float64 is 10x faster written into one temporary).
 
 
 def _times(g: Any, factor: Any) -> Any:
@@ -65,7 +68,7 @@ def _times(g: Any, factor: Any) -> Any:
     level) written into ``factor``'s memory."""
     if (
         type(factor) is np.ndarray
-        and factor.size >= _IN_PLACE_FROM
+        and factor.size >= IN_PLACE_FROM
         and type(g) is np.ndarray
         and factor.shape == g.shape
         and factor.dtype == g.dtype
@@ -105,19 +108,17 @@ defvjp(P.sqrt, lambda g, ans, x: g * 0.5 / ans)
 defvjp(P.square, lambda g, ans, x: _times(g, 2.0 * x))
 
 
-def _tanh_x(g: Any, ans: Any, x: Any) -> Any:
-    if type(ans) is np.ndarray and ans.size >= _IN_PLACE_FROM:
-        t = ans * ans  # 1 - ans^2 in one temporary
-        return _times(g, np.subtract(1.0, t, out=t))
-    return g * (1.0 - P.square(ans))
-
-
 defvjp(P.sin, lambda g, ans, x: _times(g, P.cos(x)))
 defvjp(P.cos, lambda g, ans, x: -(g * P.sin(x)))
 defvjp(P.tan, lambda g, ans, x: g * (1.0 + P.square(ans)))
 defvjp(P.sinh, lambda g, ans, x: g * P.cosh(x))
 defvjp(P.cosh, lambda g, ans, x: g * P.sinh(x))
-defvjp(P.tanh, _tanh_x)
+defvjp(P.tanh, lambda g, ans, x: P.tanh_grad(g, ans))
+defvjp(
+    P.tanh_grad,
+    lambda gg, ans, g, y: P.tanh_grad(gg, y),
+    lambda gg, ans, g, y: gg * g * y * -2.0,
+)
 defvjp(P.asin, lambda g, ans, x: g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.acos, lambda g, ans, x: -g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.atan, lambda g, ans, x: g / (1.0 + P.square(x)))
@@ -147,12 +148,17 @@ def _ties(x: Any, y: Any, wins: Any) -> Any:
     return _const(np.where(wins(rx, ry), 1.0, np.where(rx == ry, 0.5, 0.0)), x)
 
 
-defvjp(P.add, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(g, y))
+# (The shape test is inlined in the two hottest rules: one call less per operation.)
+defvjp(
+    P.add,
+    lambda g, ans, x, y: g if g.shape == x.shape else unbroadcast(g, x),
+    lambda g, ans, x, y: g if g.shape == y.shape else unbroadcast(g, y),
+)
 defvjp(P.subtract, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(-g, y))
 defvjp(
     P.multiply,
-    lambda g, ans, x, y: unbroadcast(g * y, x),
-    lambda g, ans, x, y: unbroadcast(g * x, y),
+    lambda g, ans, x, y: gy if (gy := g * y).shape == x.shape else unbroadcast(gy, x),
+    lambda g, ans, x, y: gx if (gx := g * x).shape == y.shape else unbroadcast(gx, y),
 )
 defvjp(
     P.divide,
@@ -252,16 +258,30 @@ def _sum_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -
 
 
 def _prod_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    ge, ae = _expand(g, x, axis, keepdims), _expand(ans, x, axis, keepdims)
-    zero = raw(x) == 0
-    if not zero.any():
-        return ge * ae / x
-    # With zeros, prod/x is undefined: use the product of the other elements.
-    n_zero = np.sum(zero, axis=axis, keepdims=True)
-    safe = P.where(zero, 1.0, x)
-    others = _expand(P.prod(safe, axis=axis, keepdims=keepdims), x, axis, keepdims)
-    only = zero & (n_zero == 1)
-    return ge * P.where(only, others, P.where(n_zero == 0, ae / safe, 0.0))
+    ge = _expand(g, x, axis, keepdims)
+    if not (raw(x) == 0).any():
+        return ge * _expand(ans, x, axis, keepdims) / x
+    return ge * _prod_of_others(x, axis)
+
+
+def _prod_of_others(x: Any, axis: Any) -> Any:
+    """For each element, the product of the *other* elements of its reduced slice --
+    exact with zeros and differentiable again (prod/x is neither): a slice of n
+    elements becomes n rows, each with its own element replaced by 1, multiplied out.
+    O(n^2) memory, used only when the slice holds a zero."""
+    shape = _shape(x)
+    ndim = len(shape)
+    axes = range(ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    red = tuple(a % ndim for a in axes)
+    keep = tuple(a for a in range(ndim) if a not in red)
+    order = keep + red
+    n = int(np.prod([shape[a] for a in red]))
+    lead = tuple(shape[a] for a in keep)
+    flat = P.reshape(P.permute_dims(x, axes=order), shape=(*lead, 1, n))
+    rows = P.where(np.eye(n, dtype=bool), 1.0, P.broadcast_to(flat, shape=(*lead, n, n)))
+    others = P.prod(rows, axis=len(lead) + 1)  # (*lead, n)
+    moved = P.reshape(others, shape=lead + tuple(shape[a] for a in red))
+    return P.permute_dims(moved, axes=tuple(int(i) for i in np.argsort(order)))
 
 
 def _extreme_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:

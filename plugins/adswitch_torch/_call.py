@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from adswitch.errors import UnsupportedError
 from adswitch.spec import CallInfo, LossFn
 
 from ._backward import GradFn
@@ -39,7 +40,7 @@ def differentiate(
     active: Sequence[bool],
     info: CallInfo,
     copy_saved: bool,
-    strict: bool = False,
+    strict: bool = True,
 ) -> tuple[list[Any], list[Any | None]]:
     """``Backend.value_and_grad`` for torch.
 
@@ -79,6 +80,12 @@ def differentiate(
         elif isinstance(leaf, np.ndarray):
             value, shared = tensor_from_numpy(torch, leaf)
             if value is None:
+                if active[i]:
+                    raise UnsupportedError(
+                        f"torch: cannot differentiate a numpy array of dtype {leaf.dtype} "
+                        f"(torch has no such dtype). Fix: convert it, e.g. "
+                        f"x.astype(np.float64)."
+                    )
                 continue
             if not shared:
                 copies.append((leaf, value))
@@ -103,14 +110,11 @@ def differentiate(
         values[i] = value
 
     try:
-        if copy_saved or strict:
-            with ExitStack() as modes:
-                if copy_saved:
-                    modes.enter_context(torch.autograd.graph.saved_tensors_hooks(_snapshot, _same))
-                if strict:
-                    modes.enter_context(scalar_guard(torch))
-                loss, out = fn(values)
-        else:
+        with ExitStack() as modes:
+            if copy_saved:
+                modes.enter_context(torch.autograd.graph.saved_tensors_hooks(_snapshot, _same))
+            if strict:
+                modes.enter_context(scalar_guard(torch))
             loss, out = fn(values)
     except (RuntimeError, TypeError) as exc:
         translated = translate_forward(exc)

@@ -31,6 +31,10 @@ _FIX_COPY = (
     "copy the argument first (x = xp.asarray(x, copy=True)) and write into the copy, or "
     "use a functional form (xp.where(mask, new, x))."
 )
+_FIX_MODE = (
+    " Or differentiate writes as they are: backend=adswitch_torch.TorchBackend("
+    "copy_saved=True) copies the values torch saves (slower, more memory)."
+)
 _LEAF_MARKERS = (
     "a leaf Variable that requires grad is being used in an in-place operation",
     "a view of a leaf Variable that requires grad is being used in an in-place operation",
@@ -90,12 +94,12 @@ def translate_forward(exc: BaseException) -> Exception | None:
             f"torch: in-place write into an argument being differentiated"
             f"{user_line(exc.__traceback__)}. torch cannot differentiate through a write "
             f"into its own input (the value the write destroys may be needed for the "
-            f"gradient). {_FIX_COPY}"
+            f"gradient). {_FIX_COPY}{_FIX_MODE}"
         )
     if isinstance(exc, RuntimeError) and _VIEW_MARKER in text and "inplace" in text:
         return MutationError(
             f"torch: in-place write into a view{user_line(exc.__traceback__)} that torch "
-            f"cannot track (torch says: {text.splitlines()[0]}). {_FIX_COPY}"
+            f"cannot track (torch says: {text.splitlines()[0]}). {_FIX_COPY}{_FIX_MODE}"
         )
     if isinstance(exc, (RuntimeError, TypeError)) and any(m in text for m in _NUMPY_MARKERS):
         return UnsupportedError(
@@ -116,7 +120,7 @@ def translate_backward(exc: BaseException) -> Exception | None:
         return MutationError(
             f"torch: a value saved for the gradient was overwritten in place later in f "
             f"(torch says: {detail}). The gradient would be wrong, so none is returned. "
-            f"{_FIX_COPY}"
+            f"{_FIX_COPY}{_FIX_MODE}"
         )
     return None
 

@@ -9,11 +9,12 @@ and are read from the module itself.
 Inside ``f`` the module argument is a ``FunctionalModule``: calling it runs the
 module's ``forward`` on the traced parameter values through
 ``torch.func.functional_call`` (tied weights stay tied); ``view.fc.weight`` and
-``view["fc.weight"]`` give the traced values, and other methods of the module run with
-the traced values swapped in. The gradient of a plain module argument is a
-``FunctionalModule`` holding gradients (``g["fc.weight"]``, ``g.fc.weight``). For a
-``torch.optim`` step pass ``ad.Duplicated(model, grad_shadow(model))``: the gradients
-are then added into the parameters' ``.grad``.
+``view["fc.weight"]`` give the traced values; children (``view.fc``, ``view[0]``) are
+views too, a tied parameter's traced value included under each child's own names; and
+other methods of the module run with the traced values swapped in. The gradient of a
+plain module argument is a ``FunctionalModule`` holding gradients (``g["fc.weight"]``,
+``g.fc.weight``). For a ``torch.optim`` step pass ``ad.Duplicated(model,
+grad_shadow(model))``: the gradients are then added into the parameters' ``.grad``.
 
 ``FunctionalModule`` subclasses ``torch.nn.Module`` only so that the tree walker (which
 resolves registered types through the MRO) gives a module and its views one node type:
@@ -82,62 +83,88 @@ def _build_view_class() -> Any:
         method.__name__ = name
         return method
 
+    def submodule_params(module: Any, params: dict[str, Any], name: str) -> dict[str, Any]:
+        # The child's parameters by its own names, each tied one included: the view's
+        # dict names a tied parameter once, perhaps under another child's name.
+        value_of = {}
+        every = list(module.named_parameters(remove_duplicate=False))
+        for full, p in every:
+            if full in params:
+                value_of[id(p)] = params[full]
+        prefix = name + "."
+        return {
+            full[len(prefix) :]: value_of[id(p)]
+            for full, p in every
+            if full.startswith(prefix) and id(p) in value_of
+        }
+
     class FunctionalModule(torch.nn.Module):
         """A ``torch.nn.Module`` seen through a dict of values for its trainable
         parameters (see :func:`functional_module`)."""
 
         def __init__(self, module: Any, params: dict[str, Any]) -> None:
-            # No nn.Module.__init__: this is a view, it owns no parameters.
-            object.__setattr__(self, "module", module)
-            object.__setattr__(self, "params", params)
+            # No nn.Module.__init__: this is a view, it owns no parameters. Its own
+            # attribute names must not shadow the module's (a child called "params").
+            object.__setattr__(self, "_view_module", module)
+            object.__setattr__(self, "_view_params", params)
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            return functional_call(self.module, self.params, args, kwargs, tie_weights=True)
+            return functional_call(
+                self._view_module, self._view_params, args, kwargs, tie_weights=True
+            )
 
-        def __getitem__(self, name: str) -> Any:
-            return self.params[name]
+        def __getitem__(self, key: Any) -> Any:
+            params = self._view_params
+            if isinstance(key, str) and key in params:
+                return params[key]
+            # Indexing a container module (Sequential, ModuleList): a view of the child.
+            child = self._view_module[key]
+            for name, candidate in self._view_module.named_children():
+                if candidate is child:
+                    return FunctionalModule(
+                        child, submodule_params(self._view_module, params, name)
+                    )
+            raise KeyError(key)
 
         def __iter__(self) -> Iterator[str]:
-            return iter(self.params)
+            return iter(self._view_params)
 
         def __len__(self) -> int:
-            return len(self.params)
+            return len(self._view_params)
 
         def keys(self) -> Any:
-            return self.params.keys()
+            return self._view_params.keys()
 
         def values(self) -> Any:
-            return self.params.values()
+            return self._view_params.values()
 
         def items(self) -> Any:
-            return self.params.items()
+            return self._view_params.items()
 
         def __getattr__(self, name: str) -> Any:
             # Reached only for names not found normally: parameters, submodules, and
             # the module's own attributes (hyper-parameters, other methods).
             vars_ = object.__getattribute__(self, "__dict__")
-            if "params" not in vars_:
+            if "_view_params" not in vars_:
                 raise AttributeError(name)
-            params, module = vars_["params"], vars_["module"]
+            params, module = vars_["_view_params"], vars_["_view_module"]
             if name in params:
                 return params[name]
-            prefix = name + "."
-            sub = {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}
             attr = getattr(module, name)
-            if sub:
-                return FunctionalModule(attr, sub)
+            if isinstance(attr, torch.nn.Module):
+                return FunctionalModule(attr, submodule_params(module, params, name))
             if callable(attr) and getattr(attr, "__self__", None) is module:
                 return reparametrized(module, params, name)
             return attr
 
         def __setattr__(self, name: str, value: Any) -> None:
             raise AttributeError(
-                f"a FunctionalModule is a read-only view; set {name!r} on its .module instead"
+                f"a FunctionalModule is a read-only view of a module; set {name!r} on the module"
             )
 
         def __repr__(self) -> str:
-            names = ", ".join(self.params)
-            return f"FunctionalModule({type(self.module).__name__}, [{names}])"
+            names = ", ".join(self._view_params)
+            return f"FunctionalModule({type(self._view_module).__name__}, [{names}])"
 
         __hash__ = object.__hash__
 
@@ -180,8 +207,8 @@ def grad_shadow(module: Any) -> Any:
 
 def _flatten(obj: Any) -> tuple[dict[str, Any], Any]:
     if isinstance(obj, _view_class()):
-        params = dict(obj.params)
-        module = obj.module
+        params = dict(obj._view_params)
+        module = obj._view_module
     else:
         module, params = obj, _trainable(obj)
     return params, (module, tuple(params))

@@ -32,10 +32,9 @@ the writes after success): every in-place write at top level is differentiated, 
 cost of one copy per saved tensor. It declares ``mutation`` and ``fresh_buffer_writes``.
 Writes into the argument of a nested call still raise ``MutationError``.
 
-Known limit of the default mode: ``float(x)``/``x.item()`` on a traced tensor yields a
-Python number that torch treats as a constant, as in plain torch. Watching for it costs
-~15 µs per call, so it is opt-in: ``TorchBackend(strict=True)`` raises
-``UnsupportedError`` there instead.
+``float(x)``/``x.item()``/``x.tolist()`` on a traced tensor would yield a Python number that
+torch treats as a constant (plain torch only warns): while ``f`` runs they raise
+``UnsupportedError`` instead (see ``_guard``; ``TorchBackend(strict=False)`` turns it off).
 """
 
 from __future__ import annotations
@@ -86,7 +85,7 @@ class TorchBackend(BackendBase):
     )
     array_modules: tuple[str, ...] = ("torch",)
 
-    def __init__(self, copy_saved: bool = False, strict: bool = False) -> None:
+    def __init__(self, copy_saved: bool = False, strict: bool = True) -> None:
         """Create the engine (torch itself is imported on first use).
 
         Args:
@@ -95,7 +94,7 @@ class TorchBackend(BackendBase):
                 the right gradient (see the module doc). Costs one copy per saved tensor.
             strict: refuse ``float(x)``/``x.item()``/``x.tolist()`` on values being
                 differentiated (torch would silently treat the number as a constant)
-                with ``UnsupportedError``. Costs ~15 µs per call (``_guard``).
+                with ``UnsupportedError``. Costs ~25 µs per call (``_guard``).
         """
         self._copy_saved = copy_saved
         self._strict = strict
@@ -154,28 +153,27 @@ class TorchBackend(BackendBase):
         return differentiate(torch, grad, fn, leaves, active, info, self._copy_saved, self._strict)
 
     def add_into(self, shadow: Any, grad: Any) -> None:
-        """``shadow += grad`` in place, on the shadow's device."""
+        """``shadow += grad`` in place, on the shadow's device (never through the host)."""
         torch = self._torch
+        if torch is not None and isinstance(grad, torch.Tensor) and grad.requires_grad:
+            # Only a nested call's gradient is attached; the front end refuses Duplicated
+            # there. Writing it into a shadow would silently drop the outer derivative.
+            raise UnsupportedError(
+                "torch: a gradient that an enclosing ad.gradient differentiates cannot be "
+                "added into a Duplicated shadow. Fix: pass that argument plain and use the "
+                "returned gradient."
+            )
         if torch is None or not isinstance(shadow, torch.Tensor):
             if torch is not None and isinstance(grad, torch.Tensor):
-                if grad.requires_grad:
-                    raise UnsupportedError(
-                        "torch: a Duplicated numpy shadow inside a nested ad.gradient cannot "
-                        "hold a gradient that the enclosing call differentiates (numpy "
-                        "would drop the outer derivative). Fix: pass that argument plain "
-                        "and use the returned gradient, or use a torch tensor shadow."
-                    )
                 grad = grad.numpy(force=True)
             np.add(shadow, grad, out=shadow)
             return
         if not isinstance(grad, torch.Tensor):
             grad = torch.as_tensor(grad, dtype=shadow.dtype, device=shadow.device)
-        if shadow.requires_grad and not grad.requires_grad:
+        if shadow.requires_grad:
             with torch.no_grad():
                 shadow.add_(grad)
         else:
-            # An attached gradient (nested call) is recorded, so that the enclosing
-            # call sees through the shadow.
             shadow.add_(grad)
 
     def zeros_like(self, value: Any) -> Any:

@@ -128,8 +128,13 @@ class DualArray:
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         # numpy calls this for `ndarray + dual` (then we compute it) and for writes into
-        # a numpy array (`ndarray += dual`, `out=`), which would lose the derivative.
+        # a numpy array (`ndarray += dual`, `out=`), which would lose the derivative
+        # unless every dual operand is a constant.
         if kwargs.get("out") is not None:
+            duals = [x for x in inputs if isinstance(x, DualArray)]
+            if not any(d.tangent.any() for d in duals):
+                values = [x.value if isinstance(x, DualArray) else x for x in inputs]
+                return getattr(ufunc, method)(*values, **kwargs)
             raise MutationError(
                 f"dual engine: in-place numpy operation {ufunc.__name__} writes a traced "
                 "value into a plain numpy array, which would drop its derivative. Create the "
