@@ -164,7 +164,7 @@ def test_duplicated_jax_shadow_with_zeroing_is_a_clear_error() -> None:
     x = jnp.asarray([1.0, 2.0])
     other = ad.Duplicated(np.ones(2), np.full(2, 5.0))
     with pytest.raises(ActivityError, match=r"jax.*immutable.*plain"):
-        ad.gradient(lambda a, b: sin_x(a) + float(0.0), ad.Duplicated(x, jnp.zeros(2)), other)
+        ad.gradient(lambda a, b: sin_x(a) + 0.0, ad.Duplicated(x, jnp.zeros(2)), other)
     np.testing.assert_array_equal(other.dval, [5.0, 5.0])  # nothing half-written
 
 
