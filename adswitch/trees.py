@@ -215,8 +215,11 @@ def flatten(tree: Any, leaves: list[Any] | None = None) -> tuple[list[Any], Tree
         {'a': 10.0, 'b': (20, [30.0])}
     """
     out: list[Any] = [] if leaves is None else leaves
-    append = out.append
     handlers = _HANDLERS
+    if (handlers.get(type(tree)) or _resolve(type(tree))) is _LEAF:  # a bare leaf, e.g. a loss
+        out.append(tree)
+        return out, None
+    append = out.append
 
     def rec(x: Any) -> TreeDef:
         handler = handlers.get(type(x)) or _resolve(type(x))
