@@ -84,6 +84,7 @@ class JaxBackend(BackendBase):
         nested=True,
         mutation=False,
         fresh_buffer_writes=False,
+        numpy_operands=True,
         devices=("cpu", "cuda", "tpu"),
         dtypes=("float16", "float32", "float64"),
         array_kinds=("numpy", "jax"),

@@ -34,6 +34,7 @@ class TapeBackend(BackendBase):
         nested=True,
         mutation=True,
         fresh_buffer_writes=True,
+        numpy_operands=True,
         devices=("cpu",),
         dtypes=("float32", "float64"),
         array_kinds=("numpy",),

@@ -39,6 +39,7 @@ class DualBackend(BackendBase):
         nested=False,
         mutation=True,
         fresh_buffer_writes=True,
+        numpy_operands=True,
         devices=("cpu",),
         dtypes=("float32", "float64"),
         array_kinds=("numpy",),
