@@ -112,9 +112,7 @@ def _run(
         )
     cache_key = plan.cache_key(f) if engine.capabilities.compiles else None
     info = CallInfo(depth=len(calls), cache_key=cache_key, entry=entry, func=f)
-    # The output structure may depend on shapes: remember it per key *and* leaf signature.
-    output_key = None if cache_key is None else (cache_key, plan.signature())
-    fn, output_def = _loss_function(f, plan, output_key)
+    fn, output_def = _loss_function(f, plan, cache_key)
 
     token = selection.current_calls.set((*calls, engine))
     try:
@@ -127,7 +125,7 @@ def _run(
 
 
 def _loss_function(
-    f: Callable[..., Any], plan: Plan, output_key: Hashable | None
+    f: Callable[..., Any], plan: Plan, cache_key: Hashable | None
 ) -> tuple[Callable[[Any], tuple[Any, list[Any]]], Callable[[], trees.TreeDef]]:
     """Build the engine's ``fn(leaves) -> (loss, out_leaves)`` and a getter of the output
     structure seen by its last run."""
@@ -145,7 +143,8 @@ def _loss_function(
         loss = _loss_of(out)
         out_leaves, out_def = trees.flatten(out)
         seen.append(out_def)
-        if output_key is not None:
+        if cache_key is not None:
+            output_key = (cache_key, plan.signature())
             _OUTPUT_DEFS[output_key] = out_def
             _OUTPUT_DEFS.move_to_end(output_key)
             if len(_OUTPUT_DEFS) > _OUTPUT_DEFS_MAX:
@@ -155,6 +154,10 @@ def _loss_function(
     def output_def() -> trees.TreeDef:
         if seen:
             return seen[-1]
+        # A compiled program ran without calling fn. The output structure may depend on
+        # shapes, so it is remembered per cache key *and* leaf signature (computed only
+        # here and when fn runs: off the hot path of other engines).
+        output_key = None if cache_key is None else (cache_key, plan.signature())
         if output_key is not None and output_key in _OUTPUT_DEFS:
             _OUTPUT_DEFS.move_to_end(output_key)  # least recently used goes first
             return _OUTPUT_DEFS[output_key]

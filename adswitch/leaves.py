@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 
-__all__ = ["is_float_dtype", "is_differentiable", "is_array", "memory_root", "describe"]
+__all__ = [
+    "dtype_kind",
+    "is_float_dtype",
+    "is_differentiable",
+    "is_array",
+    "memory_root",
+    "describe",
+]
 
 
 def is_float_dtype(dtype: Any) -> bool:
@@ -17,6 +25,19 @@ def is_float_dtype(dtype: Any) -> bool:
     return bool(getattr(dtype, "is_floating_point", False)) and not bool(
         getattr(dtype, "is_complex", False)
     )
+
+
+_KIND_OF_DTYPE: dict[Any, str] = {}
+
+
+def dtype_kind(dtype: Any) -> str:
+    """``"f"`` (real floating), ``"c"`` (complex) or ``"o"`` (other), cached per dtype."""
+    kind = _KIND_OF_DTYPE.get(dtype)
+    if kind is None:
+        kind = "f" if is_float_dtype(dtype) else "c" if is_complex_dtype(dtype) else "o"
+        with contextlib.suppress(TypeError):  # an unhashable dtype: just not cached
+            _KIND_OF_DTYPE[dtype] = kind
+    return kind
 
 
 def is_complex_dtype(dtype: Any) -> bool:

@@ -17,7 +17,14 @@ import numpy as np
 from adswitch import trees
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.errors import ActivityError, AliasingError, UnsupportedError
-from adswitch.leaves import describe, is_array, is_complex_dtype, is_differentiable, memory_root
+from adswitch.leaves import (
+    describe,
+    dtype_kind,
+    is_array,
+    is_complex_dtype,
+    is_differentiable,
+    memory_root,
+)
 from adswitch.shadow import check_shadow_leaf, float_slot
 from adswitch.spec import Backend
 
@@ -58,7 +65,7 @@ class Plan:
         self._shadow_of: dict[int, int] = {}
         self._owner_of_shadow: dict[int, int] = {}
         leaves, active, first, kinds = self.leaves, self.active, self.first, self.kinds
-        complex_seen = False  # or a non-numpy array, which the full check must look at
+        complex_seen = False
         for a, arg in enumerate(args):
             kind, val, dval = self._unwrap(a, arg)
             if type(val) is np.ndarray:  # a bare array: nothing to walk
@@ -80,12 +87,17 @@ class Plan:
                     if kind == CONST:
                         active.append(False)
                     elif type(leaf) is np.ndarray:  # the common case, kept cheap
-                        dtype_kind = leaf.dtype.kind
-                        active.append(dtype_kind == "f")
-                        complex_seen = complex_seen or dtype_kind == "c"
+                        numpy_kind = leaf.dtype.kind
+                        active.append(numpy_kind == "f")
+                        complex_seen = complex_seen or numpy_kind == "c"
+                    elif scalar:
+                        active.append(isinstance(leaf, float))
+                        complex_seen = complex_seen or isinstance(leaf, complex)
                     else:
-                        active.append(is_differentiable(leaf))
-                        complex_seen = complex_seen or not scalar or isinstance(leaf, complex)
+                        dtype = getattr(leaf, "dtype", None)
+                        leaf_kind = "o" if dtype is None else dtype_kind(dtype)
+                        active.append(leaf_kind == "f" and hasattr(leaf, "shape"))
+                        complex_seen = complex_seen or leaf_kind == "c"
                     first.append((a, j))
                     kinds.append(kind)
                 elif kinds[u] != kind and is_differentiable(leaf):
@@ -237,8 +249,7 @@ class Plan:
     def signature(self) -> tuple[Any, ...]:
         """Shapes and dtypes of the array leaves: what a compiled program is specialised to."""
         return tuple(
-            (tuple(leaf.shape), str(leaf.dtype)) if is_array(leaf) else None
-            for leaf in self.leaves
+            (tuple(leaf.shape), leaf.dtype) if is_array(leaf) else None for leaf in self.leaves
         )
 
     def cache_key(self, f: Any) -> Hashable | None:

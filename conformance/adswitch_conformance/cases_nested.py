@@ -135,6 +135,41 @@ def _penalty_ref(w: Any, x: Any) -> Any:
     return np.mean((np.sqrt(np.sum(g**2, axis=1)) - 1.0) ** 2)
 
 
+def _pow_sum(e: Any, b: Any) -> Any:
+    xp = ad.array_namespace(e, b)
+    return xp.sum(xp.pow(b, e))
+
+
+def _pow_sum_ref(e: Any, b: Any) -> Any:
+    return np.sum(b**e)
+
+
+def _pow_closed(e: Any, b: Any) -> tuple[Any, ...]:
+    return (b**e * np.log(b), e * b ** (e - 1))
+
+
+def _pow_base_grad(e: Any, b: Any) -> Any:
+    xp = ad.array_namespace(e, b)
+    return xp.sum(ad.gradient(_pow_sum, e, b)[1])
+
+
+def _pow_base_grad_ref(e: Any, b: Any) -> Any:
+    return np.sum(e * b ** (e - 1))
+
+
+def _pow_base_grad_closed(e: Any, b: Any) -> tuple[Any, ...]:
+    # d/de [e b^(e-1)] = b^(e-1) (1 + e log b); d/db [e b^(e-1)] = e (e-1) b^(e-2)
+    return (b ** (e - 1) * (1 + e * np.log(b)), e * (e - 1) * b ** (e - 2))
+
+
+def _pow_args() -> tuple[Any, ...]:
+    return np.array([0.0, 0.5, -1.0, 2.0]), np.array([0.625, 0.625, 1.5, 1.75])
+
+
+def _pow_second_args() -> tuple[Any, ...]:
+    return np.array([0.0, 0.0, 1.0, -0.5]), np.array([1.5, 0.5, 0.75, 2.0])
+
+
 CASES = [
     Case(
         "nested.seed000_relu_tuple_input",
@@ -223,5 +258,28 @@ CASES = [
         lambda: (ad.Duplicated(arr(140, 3, 2)), ad.Const(arr(141, 4, 3))),
         ref_fn=_penalty_ref,
         requires=NESTED,
+    ),
+    Case(
+        "nested.pow_exponent_zero",
+        F,
+        "d/de of the inner gradient d/db sum(pow(b, e)) at e == 0: masked or where-guarded "
+        "pow rules give 0 or b instead of b**-1",
+        _pow_base_grad,
+        _pow_args,
+        ref_fn=_pow_base_grad_ref,
+        closed_form=_pow_base_grad_closed,
+        requires=NESTED,
+        second_args=_pow_second_args,
+    ),
+    Case(
+        "nested.pow_exponent_zero_first_order",
+        F,
+        "first-order companion of pow_exponent_zero: both gradients of sum(pow(b, e)) with "
+        "e == 0 among the exponents",
+        _pow_sum,
+        _pow_args,
+        ref_fn=_pow_sum_ref,
+        closed_form=_pow_closed,
+        second_args=_pow_second_args,
     ),
 ]

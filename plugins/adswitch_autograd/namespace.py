@@ -17,6 +17,26 @@ Non-smooth points follow autograd: ``abs``'s and ``sign``'s derivative at 0 is 0
 is strictly inside the bounds and 0 where it is clipped or sits on a bound. ``prod`` is
 exact at zero elements (autograd's own rule gives ``nan`` there).
 
+``pow`` with a traced exponent: autograd's rule for ``d/db b ** e`` is
+``e * b ** where(e, e - 1, 1)`` (a guard against ``0 * inf`` at ``b == 0``), so its
+derivative with respect to ``e`` -- a nested gradient, e.g. a loss on
+``ad.gradient(h, e, b)[1]`` differentiated by ``e`` -- is ``b`` at ``e == 0`` instead of
+``b ** -1``: a silently wrong number. ``pow(b, e)`` therefore takes its own primitive when
+``e`` is traced and the result is real floating (a constant exponent keeps
+``anp.power``): value ``np.power(b, e)``; ``d/db = e * pow(b, e - 1)`` and
+``d/de = pow(b, e) * log(b)``, each written with this same ``pow``, so every order is
+right. The only masks are at ``b == 0``, where ``b ** e`` is not smooth in ``e``: there
+``d/db = 0`` where ``e == 0`` (``b ** 0`` is constant), ``d/de = 0`` where ``e >= 0``
+(``0 ** e`` is 0 for ``e > 0``) and ``-inf`` for ``e < 0``; their own derivatives at those
+points are those of the masks (0) and are not meaningful. For ``b < 0`` the value is nan
+unless ``e`` is an integer, and every derivative with respect to ``e`` is nan (as
+autograd's own ``d/de``; ``b ** e`` is real only at integer ``e``).
+
+Limitation: the operator ``b ** e`` on traced arrays is autograd's ``ArrayBox.__pow__``
+(``anp.power``) and does not pass through this namespace, so it keeps autograd's rule:
+nested derivatives of ``b ** e`` with respect to a traced ``e`` are wrong at ``e == 0``.
+Write ``xp.pow(b, e)`` where the exponent is traced and a nested gradient may reach it.
+
 Example:
     >>> import numpy as np
     >>> import adswitch_autograd.namespace as xp
@@ -32,6 +52,9 @@ from typing import Any
 
 import autograd.numpy as anp
 import numpy as np
+from autograd.extend import defvjp, primitive
+from autograd.numpy.numpy_vjps import unbroadcast_f
+from autograd.tracer import getval
 
 from . import _ns_create, _ns_manip, _ns_reduce
 from ._ns_support import is_traced, unsupported
@@ -77,7 +100,7 @@ abs = anp.abs
 acos, acosh, asin, asinh = anp.arccos, anp.arccosh, anp.arcsin, anp.arcsinh
 atan, atan2, atanh = anp.arctan, anp.arctan2, anp.arctanh
 add, subtract, multiply, divide = anp.add, anp.subtract, anp.multiply, anp.true_divide
-negative, pow, remainder = anp.negative, anp.power, anp.remainder
+negative, remainder = anp.negative, anp.remainder
 cos, cosh, sin, sinh, tan, tanh = anp.cos, anp.cosh, anp.sin, anp.sinh, anp.tan, anp.tanh
 exp, expm1, log, log1p, log2, log10 = anp.exp, anp.expm1, anp.log, anp.log1p, anp.log2, anp.log10
 sqrt, square, hypot, logaddexp = anp.sqrt, anp.square, anp.hypot, anp.logaddexp
@@ -109,6 +132,52 @@ unique_all = unsupported("unique_all", np.unique_all)
 unique_counts = unsupported("unique_counts", np.unique_counts)
 unique_inverse = unsupported("unique_inverse", np.unique_inverse)
 from_dlpack = unsupported("from_dlpack", np.from_dlpack)
+
+
+def pow(x1: Any, x2: Any, /) -> Any:
+    """``x1 ** x2``; exact nested derivatives in a traced exponent (see the module doc).
+
+    Example:
+        >>> pow(np.asarray([2.0, 0.5]), 2.0)
+        array([4.  , 0.25])
+    """
+    if not is_traced(x2) or np.result_type(getval(x1), getval(x2)).kind != "f":
+        return anp.power(x1, x2)
+    return _traced_pow(x1, x2)
+
+
+@primitive  # type: ignore[untyped-decorator]
+def _traced_pow(base: Any, exponent: Any) -> Any:
+    return np.power(base, exponent)
+
+
+def _base_slope(base: Any, exponent: Any) -> Any:
+    # d/db b**e = e b**(e-1); b**0 is constant (also at b == 0, where e b**-1 would be
+    # 0 * inf): 0 there, with a safe base so no nan leaks into the unselected branch.
+    flat = (getval(base) == 0) & (getval(exponent) == 0)
+    safe = where(flat, 1.0, base)
+    with np.errstate(divide="ignore"):  # 0 ** (e - 1) for e < 1: inf, the right slope
+        powered = _traced_pow(safe, exponent - 1.0)
+    return where(flat, 0.0, exponent * powered)
+
+
+def _exponent_slope(ans: Any, base: Any, exponent: Any) -> Any:
+    # d/de b**e = b**e log b; 0**e is 0 for e > 0 (1 at e == 0): 0 there. For b < 0 the
+    # log is nan, as is the derivative (b**e is real only at integer e).
+    flat = (getval(base) == 0) & (getval(exponent) >= 0)
+    safe = where(flat, 1.0, base)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        log_base = anp.log(safe)
+    return where(flat, 0.0, ans * log_base)
+
+
+defvjp(
+    _traced_pow,
+    lambda ans, base, exponent: unbroadcast_f(base, lambda g: g * _base_slope(base, exponent)),
+    lambda ans, base, exponent: unbroadcast_f(
+        exponent, lambda g: g * _exponent_slope(ans, base, exponent)
+    ),
+)
 
 
 def positive(x: Any, /) -> Any:

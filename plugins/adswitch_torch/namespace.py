@@ -11,6 +11,27 @@ precision on torch. Explicit ``dtype=`` arguments and arrays (numpy or torch) pa
 Mixing numpy constants into traced expressions: torch refuses ``tensor * ndarray`` when
 the tensor requires grad, so wrap constants with ``xp.asarray(c)`` (no copy, dtype kept)
 or pass them to ``ad.gradient`` as ``ad.Const(c)`` (they then reach ``f`` as tensors).
+
+``pow`` with a differentiated exponent: torch's own derivative of ``b ** e`` with respect
+to ``b`` is masked to 0 where ``e == 0`` (to avoid ``0 * inf`` at ``b == 0``), so every
+derivative of that with respect to ``e`` -- a nested gradient, e.g. a loss on
+``ad.gradient(h, e, b)[1]`` differentiated by ``e`` -- is silently 0 at ``e == 0``
+(the right value is ``b ** -1``). ``xp.pow(b, e)`` therefore takes its own derivative rule
+when ``e`` is a floating tensor that requires grad (a Python or constant exponent keeps
+torch's ``pow``): value ``torch.pow(b, e)``; ``d/db = e * pow(b, e - 1)`` and
+``d/de = pow(b, e) * log(b)``, each written with this same ``pow``, so every order is
+right. The only masks are at ``b == 0``, where ``b ** e`` is not smooth in ``e``; there the
+rule keeps torch's first-order conventions: ``d/db = 0`` where ``e == 0`` (``b ** 0`` is
+constant), ``d/de = 0`` where ``e >= 0`` (``0 ** e`` is 0 for ``e > 0``), and ``-inf``
+for ``e < 0``; their own derivatives at those points are those of the masks (0) and are
+not meaningful. For ``b < 0`` the value is nan unless ``e`` is an integer, and every
+derivative with respect to ``e`` is nan (as torch's own ``d/de``; ``b ** e`` is real only
+at integer ``e``). Complex dtypes keep torch's ``pow``.
+
+Limitation: the operator ``b ** e`` on tensors is torch's ``Tensor.__pow__`` and does not
+pass through this namespace, so it keeps torch's rule: nested derivatives of ``b ** e``
+with respect to a differentiated ``e`` are wrong at ``e == 0``. Write ``xp.pow(b, e)``
+where the exponent is differentiated and a nested gradient may reach it.
 """
 
 from __future__ import annotations
@@ -89,11 +110,60 @@ def _build() -> types.ModuleType:
             dtype = f64
         return compat.arange(start, stop, step, dtype=dtype, **kwargs)
 
+    class _Pow(torch.autograd.Function):
+        """``torch.pow`` with a derivative rule that is right at ``e == 0`` to every order."""
+
+        @staticmethod
+        def forward(ctx: Any, base: Any, exponent: Any) -> Any:
+            out = torch.pow(base, exponent)
+            ctx.save_for_backward(base, exponent, out)
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            base, exponent, out = ctx.saved_tensors
+            grad_base = grad_exponent = None
+            if ctx.needs_input_grad[0]:
+                # d/db b**e = e b**(e-1); b**0 is constant (also at b == 0, where e b**-1
+                # would be 0 * inf): 0 there, with a safe base so no nan leaks into the
+                # derivatives of the unselected branch.
+                flat = (base == 0) & (exponent == 0)
+                safe = torch.where(flat, 1.0, base)
+                powered = _Pow.apply(safe, exponent - 1)  # type: ignore[no-untyped-call]
+                slope = torch.where(flat, 0.0, exponent * powered)
+                grad_base = (grad * slope).sum_to_size(base.shape)
+            if ctx.needs_input_grad[1]:
+                # d/de b**e = b**e log b; 0**e is 0 for e > 0 (1 at e == 0): 0 there, as torch.
+                flat = (base == 0) & (exponent >= 0)
+                safe = torch.where(flat, 1.0, base)
+                slope = torch.where(flat, 0.0, out * torch.log(safe))
+                grad_exponent = (grad * slope).sum_to_size(exponent.shape)
+            return grad_base, grad_exponent
+
+    def pow(x1: Any, x2: Any, /) -> Any:
+        """``x1 ** x2``; exact nested derivatives in a differentiated exponent (module doc)."""
+        if not (isinstance(x2, torch.Tensor) and x2.requires_grad and torch.is_grad_enabled()):
+            return compat.pow(x1, x2)
+        base = x1
+        if isinstance(base, (bool, int, float)):  # a Python number: no float32 detour
+            base = torch.as_tensor(base, dtype=torch.result_type(base, x2), device=x2.device)
+        elif not isinstance(base, torch.Tensor):
+            base = torch.as_tensor(base, device=x2.device)  # numpy: dtype kept
+        dtype = torch.result_type(base, x2)
+        if not dtype.is_floating_point:
+            return compat.pow(x1, x2)
+        return _Pow.apply(base.to(dtype), x2.to(dtype))  # type: ignore[no-untyped-call]
+
     ns = types.ModuleType("adswitch_torch.xp", __doc__)
     ns.__dict__.update(
         (k, v) for k, v in vars(compat).items() if not k.startswith("__") or k == "__all__"
     )
-    overrides: dict[str, Any] = {"asarray": asarray, "full": full, "arange": arange}
+    overrides: dict[str, Any] = {
+        "asarray": asarray,
+        "full": full,
+        "arange": arange,
+        "pow": pow,
+    }
     for name in ("zeros", "ones", "empty", "eye", "linspace"):
         overrides[name] = _float_default(name)
     ns.__dict__.update(overrides)
