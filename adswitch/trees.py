@@ -234,6 +234,8 @@ def flatten(tree: Any, leaves: list[Any] | None = None) -> tuple[list[Any], Tree
 
 def unflatten(treedef: TreeDef, leaves: Sequence[Any] | Iterator[Any]) -> Any:
     """Rebuild a tree of ``treedef``'s structure from ``leaves`` (in flatten order)."""
+    if treedef is None and isinstance(leaves, (list, tuple)):
+        return leaves[0]  # a bare leaf, e.g. a scalar loss
     it = iter(leaves)
 
     def rec(td: TreeDef) -> Any:
