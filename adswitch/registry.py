@@ -198,15 +198,16 @@ class Registry:
         return found
 
     def _find_owner(self, value: Any) -> Backend | None:
-        module = type(value).__module__.partition(".")[0]
-        if module in ("numpy", "builtins"):
+        mro = type(value).__mro__[:-1]
+        if mro[0].__module__.partition(".")[0] in ("numpy", "builtins"):
             return None
         self._ensure_loaded()
-        backend = self._module_owner.get(module)
-        if backend is not None and backend.owns(value):
-            return backend
+        for cls in mro:  # a user's subclass of an engine's array belongs to that engine
+            backend = self._module_owner.get(cls.__module__.partition(".")[0])
+            if backend is not None and backend.owns(value):
+                return backend
         for candidate in self._backends.values():
-            if candidate is not backend and candidate.owns(value):
+            if candidate.owns(value):
                 return candidate
         return None
 

@@ -247,8 +247,12 @@ class BackendBase:
         raise NotImplementedError
 
     def owns(self, value: Any) -> bool:
-        module = type(value).__module__.partition(".")[0]
-        return module in self.array_modules and module in sys.modules
+        # Any class in the MRO counts: a user's subclass of torch.Tensor is torch's.
+        for cls in type(value).__mro__[:-1]:
+            module = cls.__module__.partition(".")[0]
+            if module in self.array_modules and module in sys.modules:
+                return True
+        return False
 
     def namespace(self, arrays: Sequence[Any]) -> Any:
         for array in arrays:

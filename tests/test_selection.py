@@ -169,3 +169,21 @@ def test_unavailable_engine_says_how_to_install(fresh_registry) -> None:
         ad.gradient(square_sum, np.ones(2), backend="missing")
     (info,) = [b for b in fresh_registry.infos() if b.name == "missing"]
     assert not info.available and "pip install" in (info.reason or "")
+
+
+def test_subclass_of_an_engine_array_selects_that_engine(engines, monkeypatch) -> None:
+    monkeypatch.delenv("ADSWITCH_BACKEND", raising=False)
+    module = types.ModuleType("fakearrays")
+
+    class FakeArray(np.ndarray):
+        pass
+
+    FakeArray.__module__ = "fakearrays"
+    monkeypatch.setitem(sys.modules, "fakearrays", module)
+
+    class UserArray(FakeArray):  # defined in user code: its own module is this test's
+        pass
+
+    x = np.ones(2).view(UserArray)
+    ad.gradient(lambda w: float(np.sum(np.asarray(w) ** 2)), x)
+    assert len(engines["fake"].calls) == 1
