@@ -128,19 +128,17 @@ def check_shadow_leaf(val: Any, shadow: Any, path: str) -> None:
         raise ActivityError(
             f"dval at {path} has dtype {shadow.dtype} but val has dtype {val.dtype}; {fix}."
         )
-    if isinstance(shadow, np.ndarray):
-        if not shadow.flags.writeable:
-            raise ActivityError(
-                f"dval at {path} is a read-only numpy array, so the gradient cannot be added "
-                "into it; pass a writable array (np.array(dval) makes a writable copy)."
-            )
-        return
-    owner = default_registry().owner(shadow)
+    owner = None if type(shadow) is np.ndarray else default_registry().owner(shadow)
     if owner is not None and not owner.writable(shadow):
         raise ActivityError(
             f"dval at {path} is {describe(shadow)}, which engine {owner.name!r} cannot update "
             "in place (its arrays are immutable). Pass the argument plain and use the "
             "returned gradient."
+        )
+    if isinstance(shadow, np.ndarray) and not shadow.flags.writeable:
+        raise ActivityError(
+            f"dval at {path} is a read-only numpy array, so the gradient cannot be added "
+            "into it; pass a writable array (np.array(dval) makes a writable copy)."
         )
 
 

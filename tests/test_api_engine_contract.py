@@ -1,0 +1,100 @@
+"""What the front end promises engines (and users) around the contract's edges:
+immutable shadows refused before ``f`` runs, compiled programs that skip ``fn``, CallInfo."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import numpy as np
+import pytest
+from fd_engine import FiniteDifferenceBackend
+
+import adswitch as ad
+from adswitch.registry import Registry
+from adswitch.spec import Capabilities
+
+
+class Frozen(np.ndarray):
+    """An array kind whose engine cannot write in place (like jax's)."""
+
+
+Frozen.__module__ = "frozenarrays"
+
+
+class FrozenEngine(FiniteDifferenceBackend):
+    name = "frozen"
+    array_modules = ("frozenarrays",)
+
+    def writable(self, value: Any) -> bool:
+        return not isinstance(value, Frozen)
+
+
+def test_immutable_shadow_is_refused_before_f_runs(fresh_registry: Registry, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "frozenarrays", types.ModuleType("frozenarrays"))
+    engine = FrozenEngine()
+    fresh_registry.add(engine)
+    other = ad.Duplicated(np.ones(2), np.full(2, 5.0))
+    frozen = np.ones(2).view(Frozen)
+    ran = []
+
+    def f(a: Any, b: Any) -> float:
+        ran.append(True)
+        return float(np.sum(np.asarray(a)) + np.sum(b))
+
+    with pytest.raises(ad.ActivityError, match=r"dval at args\[0\].*cannot update in place"):
+        ad.gradient(f, ad.Duplicated(frozen, np.zeros(2).view(Frozen)), other, backend=engine)
+    assert ran == [] and engine.calls == []
+    np.testing.assert_array_equal(other.dval, [5.0, 5.0])
+
+
+class CachingEngine(FiniteDifferenceBackend):
+    """Runs ``fn`` once per (cache key, shapes); afterwards returns remembered outputs
+    without calling ``fn``, as a compiled program does."""
+
+    name = "caching"
+    capabilities = Capabilities(compiles=True)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.programs: dict[Any, Any] = {}
+
+    def value_and_grad(self, fn, leaves, active, info):
+        self.calls.append(info)
+        key = (info.cache_key, tuple(np.shape(leaf) for leaf in leaves))
+        if key not in self.programs:
+            self.programs[key] = FiniteDifferenceBackend.value_and_grad(
+                self, fn, leaves, active, info
+            )
+        out, grads = self.programs[key]
+        return out, grads
+
+
+def test_compiled_program_output_structure_is_remembered_per_shape() -> None:
+    engine = CachingEngine()
+
+    def f(x: Any) -> Any:
+        # the output structure depends on the shape, as it may under a compiler
+        pieces = tuple(float(v) for v in x)
+        return (float(np.sum(x**2)), pieces)
+
+    first = ad.withgradient(f, np.array([1.0, 2.0]), backend=engine)
+    second = ad.withgradient(f, np.array([1.0, 2.0, 3.0]), backend=engine)
+    again = ad.withgradient(f, np.array([1.0, 2.0]), backend=engine)  # a cache hit: fn not run
+    assert len(first.val[1]) == 2 and len(second.val[1]) == 3 and len(again.val[1]) == 2
+    np.testing.assert_allclose(again.grad[0], [2.0, 4.0], rtol=1e-6)
+    keys = {info.cache_key for info in engine.calls}
+    assert len(keys) == 1 and None not in keys
+    assert all(info.func is f for info in engine.calls)
+
+
+def test_cache_key_changes_with_activity_and_constants() -> None:
+    from adswitch.plan import Plan
+
+    x = np.ones(2)
+    base = Plan((x, ad.Const(3))).cache_key(len)
+    assert base == Plan((np.zeros(2), ad.Const(3))).cache_key(len)  # values do not matter
+    assert base != Plan((x, ad.Const(4))).cache_key(len)  # static constants do
+    assert base != Plan((ad.Const(x), 3.0)).cache_key(len)  # activity does
+    assert base != Plan((x, ad.Const(3))).cache_key(sum)  # the function does
