@@ -14,11 +14,8 @@ def _backends(_: argparse.Namespace) -> int:
     for info in backends():
         if info.available and info.capabilities is not None:
             caps = info.capabilities
-            flags = [
-                n
-                for n in ("nested", "mutation", "fresh_buffer_writes", "compiles")
-                if getattr(caps, n)
-            ]
+            names = ("nested", "mutation", "fresh_buffer_writes", "numpy_operands", "compiles")
+            flags = [n for n in names if getattr(caps, n)]
             detail = ", ".join(flags) + f"; devices: {'/'.join(caps.devices)}"
         else:
             detail = info.reason or ""

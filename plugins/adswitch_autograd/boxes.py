@@ -7,7 +7,10 @@ active, every box autograd creates is a :class:`GuardedBox` instead, whose write
 (``y[i] = v``, ``y += v``...) are recorded by :mod:`.writes`. Differentiated arguments
 are :class:`LeafBox` es. To let a write reach every view and alias of the written array,
 each GuardedBox registers at creation under the numpy memory its value lives in
-(:data:`MEMORY`). Outside adswitch autograd is untouched.
+(:data:`MEMORY`). Its ``**``, reflected ``**`` (``2.0 ** e``) and ``**=`` are
+``namespace.pow``, exact for nested derivatives in a traced exponent at ``e == 0``
+(autograd's own ``power`` rule is not; see ``namespace``). Outside adswitch autograd is
+untouched: stock ArrayBoxes keep autograd's operators.
 """
 
 from __future__ import annotations
@@ -141,12 +144,24 @@ class GuardedBox(ArrayBox):  # type: ignore[misc]
             return np.zeros(shape, dtype=self.dtype)
         return _GETITEM(self, index)
 
+    # ``b ** e`` and ``2.0 ** e``: ArrayBox's operators call ``anp.power``, whose rule is
+    # wrong for nested derivatives in a traced exponent at ``e == 0``; ``namespace.pow``
+    # is exact there and is ``anp.power`` for a constant exponent.
+    def __pow__(self, other: Any) -> Any:
+        return _namespace.pow(self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _namespace.pow(other, self)
+
 
 def _inplace_method(symbol: str, function_name: str) -> Any:
     def inplace(self: GuardedBox, other: Any) -> Any:
         import autograd.numpy as anp
 
-        result = getattr(anp, function_name)(self, other)
+        if function_name == "power":  # exact in a traced exponent, as ``**``
+            result = _namespace.pow(self, other)
+        else:
+            result = getattr(anp, function_name)(self, other)
         raw = raw_value(self)
         if type(raw) is not np.ndarray:
             return result  # numpy scalars are immutable: Python rebinds, so do we
@@ -216,4 +231,5 @@ def tracing() -> bool:
     return _depth > 0
 
 
+from . import namespace as _namespace  # noqa: E402  (used at call time only)
 from . import writes  # noqa: E402  (writes builds on the classes above)

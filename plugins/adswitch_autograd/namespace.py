@@ -32,10 +32,11 @@ points are those of the masks (0) and are not meaningful. For ``b < 0`` the valu
 unless ``e`` is an integer, and every derivative with respect to ``e`` is nan (as
 autograd's own ``d/de``; ``b ** e`` is real only at integer ``e``).
 
-Limitation: the operator ``b ** e`` on traced arrays is autograd's ``ArrayBox.__pow__``
-(``anp.power``) and does not pass through this namespace, so it keeps autograd's rule:
-nested derivatives of ``b ** e`` with respect to a traced ``e`` are wrong at ``e == 0``.
-Write ``xp.pow(b, e)`` where the exponent is traced and a nested gradient may reach it.
+Inside adswitch calls the operators ``b ** e``, ``2.0 ** e`` and ``b **= e`` on traced
+values take this same rule: every box autograd creates there is a ``boxes.GuardedBox``,
+whose ``__pow__``/``__rpow__``/``__ipow__`` call this ``pow``. Limitation: calling
+``autograd.numpy.power`` (or ``anp.float_power``) directly keeps autograd's rule; write
+``xp.pow(b, e)`` or ``b ** e``.
 
 Example:
     >>> import numpy as np

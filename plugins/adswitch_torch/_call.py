@@ -17,7 +17,7 @@ from adswitch.spec import CallInfo, LossFn
 from ._backward import GradFn
 from ._convert import tensor_from_numpy, to_caller_kind
 from ._errors import mutated_argument, translate_backward, translate_forward
-from ._guard import scalar_guard
+from ._guard import CallGuard
 
 __all__ = ["differentiate"]
 
@@ -51,7 +51,8 @@ def differentiate(
         copy_saved: copy every value torch saves for the backward pass, and hand ``f``
             copies of the differentiated arguments (written back to the caller after
             success), so that in-place writes anywhere in ``f`` are differentiated.
-        strict: refuse float conversions of values being differentiated (``_guard``).
+        strict: refuse float conversions of values being differentiated (``_guard``;
+            the exact ``**`` of ``_guard`` applies either way).
 
     Returns:
         ``(out_leaves, grads)`` as ``Backend.value_and_grad`` specifies.
@@ -113,8 +114,7 @@ def differentiate(
         with ExitStack() as modes:
             if copy_saved:
                 modes.enter_context(torch.autograd.graph.saved_tensors_hooks(_snapshot, _same))
-            if strict:
-                modes.enter_context(scalar_guard(torch))
+            modes.enter_context(CallGuard(torch, strict))
             loss, out = fn(values)
     except (RuntimeError, TypeError) as exc:
         translated = translate_forward(exc)

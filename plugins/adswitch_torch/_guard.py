@@ -1,52 +1,75 @@
-"""Refuse turning a value being differentiated into a Python number.
+"""What changes on ``torch.Tensor`` while ``f`` runs in an adswitch call (tracked per thread).
 
-``float(x)``, ``x.item()`` and ``x.tolist()`` on a floating tensor that requires grad
-return plain Python numbers; torch then treats them as constants (it only warns), so
-the gradient silently misses every path through them. Every other engine refuses, and
-so does this one: while ``f`` runs in an adswitch call (tracked per thread), those three
-methods raise ``UnsupportedError`` for such tensors.
-
-How: the three methods of ``torch.Tensor`` are wrapped once, when the torch engine is
-first used. Outside adswitch calls (and for tensors that do not require grad) the
-wrappers call torch's own methods unchanged, so the only cost elsewhere is one Python
-call on these conversions; inside a call the check is a thread-local read -- unlike a
-``TorchFunctionMode``, which would tax every torch operation in ``f``.
+Float conversions: ``float(x)``, ``x.item()`` and ``x.tolist()`` on a floating tensor that
+requires grad return plain Python numbers; torch then treats them as constants (it only
+warns), so the gradient silently misses every path through them. Every other engine
+refuses, and so does this one: in a strict call (``TorchBackend(strict=True)``, the
+default) those three methods raise ``UnsupportedError`` for such tensors.
 Integer and boolean conversions stay allowed: ``int(x)``/``bool(x > 0)`` are piecewise
 constant, so treating them as constants is exact.
+
+Powers: torch's derivative of ``b ** e`` with respect to ``b`` is masked to 0 where
+``e == 0``, so nested derivatives with respect to a differentiated ``e`` are silently
+wrong there (``namespace`` module doc). In every call (strict or not), ``b ** e``,
+``2.0 ** e`` (``__rpow__``), ``b.pow(e)`` and the in-place ``b **= e`` / ``b.pow_(e)``
+take the exact rule of ``xp.pow`` (``namespace.exact_pow``) when the exponent is a floating
+tensor that requires grad (and grad mode is on); otherwise -- a Python, constant, integer
+or complex exponent -- torch's own method runs unchanged. The in-place forms compute the
+exact power of a copy of the target (torch's ``pow_`` saves such a copy too) and write it
+with ``copy_``, which torch differentiates and version-checks as it does ``pow_``; a case ``pow_`` would refuse (a result dtype it cannot cast to the
+target's, a shape the target cannot hold) runs ``pow_`` itself, which raises.
+``torch.pow(b, e)``/``torch.float_power`` are module functions, not methods: they keep
+torch's rule (see the plugin doc).
+
+How: these methods of ``torch.Tensor`` are wrapped once, when the torch engine is first
+used. Outside adswitch calls the wrappers call torch's own methods unchanged, so the only
+cost elsewhere is one Python call and a thread-local read on these conversions and
+powers (about 0.1 µs); inside a call the checks are a thread-local read and an attribute
+or two -- unlike a ``TorchFunctionMode``, which would tax every torch operation in ``f``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from adswitch.errors import UnsupportedError
 
 from ._errors import caller_line
 
-__all__ = ["scalar_guard"]
+__all__ = ["CallGuard"]
 
 _state = threading.local()
 _installed = False
 _install_lock = threading.Lock()
 
 
-@contextmanager
-def scalar_guard(torch: Any) -> Iterator[None]:
-    """While active (in this thread), float conversions of tensors that require grad raise.
+class CallGuard:
+    """Context manager marking (in this thread) that ``f`` runs in an adswitch call.
 
     Args:
         torch: the imported torch module.
+        strict: also refuse float conversions of tensors that require grad.
     """
-    if not _installed:
-        _install(torch)
-    _state.depth = getattr(_state, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _state.depth -= 1
+
+    __slots__ = ("_strict",)
+
+    def __init__(self, torch: Any, strict: bool) -> None:
+        if not _installed:
+            _install(torch)
+        self._strict = strict
+
+    def __enter__(self) -> None:
+        state = _state
+        state.depth = getattr(state, "depth", 0) + 1
+        if self._strict:
+            state.strict = getattr(state, "strict", 0) + 1
+
+    def __exit__(self, *exc: object) -> None:
+        state = _state
+        state.depth -= 1
+        if self._strict:
+            state.strict -= 1
 
 
 def _install(torch: Any) -> None:
@@ -54,6 +77,8 @@ def _install(torch: Any) -> None:
     with _install_lock:
         if _installed:
             return
+        from .namespace import exact_pow
+
         tensor = torch.Tensor
         for name, what in (
             ("__float__", "float(x)"),
@@ -61,12 +86,25 @@ def _install(torch: Any) -> None:
             ("tolist", "x.tolist()"),
         ):
             setattr(tensor, name, _guarded(getattr(tensor, name), what))
+        exact = exact_pow()
+        tensor.__pow__ = _power(tensor.__pow__, exact, reflected=False)
+        tensor.pow = _power(tensor.pow, exact, reflected=False)
+        tensor.__rpow__ = _power(tensor.__rpow__, exact, reflected=True)
+        tensor.__ipow__ = _inplace_power(tensor.__ipow__, exact, torch.can_cast)
+        tensor.pow_ = _inplace_power(tensor.pow_, exact, torch.can_cast)
         _installed = True
+
+
+def _like(method: Any, original: Any, what: str) -> Any:
+    method.__name__ = getattr(original, "__name__", what)
+    method.__doc__ = getattr(original, "__doc__", None)
+    method.__wrapped__ = original
+    return method
 
 
 def _guarded(original: Any, what: str) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(_state, "depth", 0) and self.requires_grad and self.is_floating_point():
+        if getattr(_state, "strict", 0) and self.requires_grad and self.is_floating_point():
             raise UnsupportedError(
                 f"torch: {what} turns a value being differentiated into a Python "
                 f"number{caller_line()}, which torch treats as a constant: the gradient would "
@@ -75,7 +113,55 @@ def _guarded(original: Any, what: str) -> Any:
             )
         return original(self, *args, **kwargs)
 
-    method.__name__ = getattr(original, "__name__", what)
-    method.__doc__ = getattr(original, "__doc__", None)
-    method.__wrapped__ = original  # type: ignore[attr-defined]
-    return method
+    return _like(method, original, what)
+
+
+def _exponent(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The single operand of a pow method call (``NotImplemented`` for any other form)."""
+    if not kwargs:
+        return args[0] if len(args) == 1 else NotImplemented
+    if not args and len(kwargs) == 1:
+        return kwargs.get("exponent", NotImplemented)
+    return NotImplemented
+
+
+def _power(original: Any, exact: Any, reflected: bool) -> Any:
+    """``self ** other`` (``other ** self`` when ``reflected``), exact in a traced exponent."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_state, "depth", 0):
+            other = _exponent(args, kwargs)
+            if other is not NotImplemented:
+                try:
+                    result = exact(other, self) if reflected else exact(self, other)
+                except TypeError:  # an operand torch cannot take: its own method says so
+                    result = NotImplemented
+                if result is not NotImplemented:
+                    return result
+        return original(self, *args, **kwargs)
+
+    return _like(method, original, "pow")
+
+
+def _inplace_power(original: Any, exact: Any, can_cast: Any) -> Any:
+    """``self **= other``: the exact power written into ``self`` when ``other`` is traced."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(_state, "depth", 0):
+            other = _exponent(args, kwargs)
+            if other is not NotImplemented:
+                try:
+                    # pow saves its base for the backward pass: a copy, as torch's pow_
+                    # saves one, so that writing the result into self leaves it intact.
+                    result = exact(self.clone(), other)
+                except TypeError:
+                    result = NotImplemented
+                if (
+                    result is not NotImplemented
+                    and result.shape == self.shape
+                    and can_cast(result.dtype, self.dtype)
+                ):
+                    return self.copy_(result)
+        return original(self, *args, **kwargs)
+
+    return _like(method, original, "pow_")

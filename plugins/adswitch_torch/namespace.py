@@ -28,20 +28,22 @@ not meaningful. For ``b < 0`` the value is nan unless ``e`` is an integer, and e
 derivative with respect to ``e`` is nan (as torch's own ``d/de``; ``b ** e`` is real only
 at integer ``e``). Complex dtypes keep torch's ``pow``.
 
-Limitation: the operator ``b ** e`` on tensors is torch's ``Tensor.__pow__`` and does not
-pass through this namespace, so it keeps torch's rule: nested derivatives of ``b ** e``
-with respect to a differentiated ``e`` are wrong at ``e == 0``. Write ``xp.pow(b, e)``
-where the exponent is differentiated and a nested gradient may reach it.
+Inside adswitch calls the operators ``b ** e``, ``2.0 ** e``, ``b **= e`` and the methods
+``b.pow(e)``/``b.pow_(e)`` take this same rule (``exact_pow``, wired in by ``_guard``).
+Limitation: the module functions ``torch.pow(b, e)`` and ``torch.float_power`` keep
+torch's rule (see the plugin doc): write ``xp.pow(b, e)`` or ``b ** e``.
 """
 
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["float64_namespace"]
+__all__ = ["exact_pow", "float64_namespace"]
 
 _NAMESPACE: types.ModuleType | None = None
+_EXACT_POW: Callable[[Any, Any], Any] | None = None
 
 
 def float64_namespace() -> types.ModuleType:
@@ -59,6 +61,76 @@ def float64_namespace() -> types.ModuleType:
     if _NAMESPACE is None:
         _NAMESPACE = _build()
     return _NAMESPACE
+
+
+def exact_pow() -> Callable[[Any, Any], Any]:
+    """The differentiated-exponent ``pow`` (built once, needs only torch; see module doc).
+
+    Returns:
+        ``exact(x1, x2)``: ``x1 ** x2`` with the exact rule when ``x2`` is a tensor that
+        requires grad (grad mode on) and the result is real floating, else
+        ``NotImplemented`` (the caller then runs torch's own ``pow``). ``x1`` may be a
+        tensor, a Python number or a numpy array. ``xp.pow`` and, inside adswitch calls,
+        the ``**`` operator (``_guard``) use it.
+    """
+    global _EXACT_POW
+    if _EXACT_POW is None:
+        _EXACT_POW = _build_exact_pow()
+    return _EXACT_POW
+
+
+def _build_exact_pow() -> Callable[[Any, Any], Any]:
+    import torch
+
+    tensor_type = torch.Tensor
+    grad_enabled = torch.is_grad_enabled
+    as_tensor = torch.as_tensor
+    result_type = torch.result_type
+
+    class _Pow(torch.autograd.Function):
+        """``torch.pow`` with a derivative rule that is right at ``e == 0`` to every order."""
+
+        @staticmethod
+        def forward(ctx: Any, base: Any, exponent: Any) -> Any:
+            out = torch.pow(base, exponent)
+            ctx.save_for_backward(base, exponent, out)
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            base, exponent, out = ctx.saved_tensors
+            grad_base = grad_exponent = None
+            if ctx.needs_input_grad[0]:
+                # d/db b**e = e b**(e-1); b**0 is constant (also at b == 0, where e b**-1
+                # would be 0 * inf): 0 there, with a safe base so no nan leaks into the
+                # derivatives of the unselected branch.
+                flat = (base == 0) & (exponent == 0)
+                safe = torch.where(flat, 1.0, base)
+                powered = _Pow.apply(safe, exponent - 1)  # type: ignore[no-untyped-call]
+                slope = torch.where(flat, 0.0, exponent * powered)
+                grad_base = (grad * slope).sum_to_size(base.shape)
+            if ctx.needs_input_grad[1]:
+                # d/de b**e = b**e log b; 0**e is 0 for e > 0 (1 at e == 0): 0 there, as torch.
+                flat = (base == 0) & (exponent >= 0)
+                safe = torch.where(flat, 1.0, base)
+                slope = torch.where(flat, 0.0, out * torch.log(safe))
+                grad_exponent = (grad * slope).sum_to_size(exponent.shape)
+            return grad_base, grad_exponent
+
+    def exact(x1: Any, x2: Any) -> Any:
+        if not (isinstance(x2, tensor_type) and x2.requires_grad and grad_enabled()):
+            return NotImplemented
+        base = x1
+        if isinstance(base, (bool, int, float)):  # a Python number: no float32 detour
+            base = as_tensor(base, dtype=result_type(base, x2), device=x2.device)
+        elif not isinstance(base, tensor_type):
+            base = as_tensor(base, device=x2.device)  # numpy: dtype kept
+        dtype = result_type(base, x2)
+        if not dtype.is_floating_point:
+            return NotImplemented
+        return _Pow.apply(base.to(dtype), x2.to(dtype))  # type: ignore[no-untyped-call]
+
+    return exact
 
 
 def _build() -> types.ModuleType:
@@ -110,49 +182,12 @@ def _build() -> types.ModuleType:
             dtype = f64
         return compat.arange(start, stop, step, dtype=dtype, **kwargs)
 
-    class _Pow(torch.autograd.Function):
-        """``torch.pow`` with a derivative rule that is right at ``e == 0`` to every order."""
-
-        @staticmethod
-        def forward(ctx: Any, base: Any, exponent: Any) -> Any:
-            out = torch.pow(base, exponent)
-            ctx.save_for_backward(base, exponent, out)
-            return out
-
-        @staticmethod
-        def backward(ctx: Any, grad: Any) -> Any:
-            base, exponent, out = ctx.saved_tensors
-            grad_base = grad_exponent = None
-            if ctx.needs_input_grad[0]:
-                # d/db b**e = e b**(e-1); b**0 is constant (also at b == 0, where e b**-1
-                # would be 0 * inf): 0 there, with a safe base so no nan leaks into the
-                # derivatives of the unselected branch.
-                flat = (base == 0) & (exponent == 0)
-                safe = torch.where(flat, 1.0, base)
-                powered = _Pow.apply(safe, exponent - 1)  # type: ignore[no-untyped-call]
-                slope = torch.where(flat, 0.0, exponent * powered)
-                grad_base = (grad * slope).sum_to_size(base.shape)
-            if ctx.needs_input_grad[1]:
-                # d/de b**e = b**e log b; 0**e is 0 for e > 0 (1 at e == 0): 0 there, as torch.
-                flat = (base == 0) & (exponent >= 0)
-                safe = torch.where(flat, 1.0, base)
-                slope = torch.where(flat, 0.0, out * torch.log(safe))
-                grad_exponent = (grad * slope).sum_to_size(exponent.shape)
-            return grad_base, grad_exponent
+    exact = exact_pow()
 
     def pow(x1: Any, x2: Any, /) -> Any:
         """``x1 ** x2``; exact nested derivatives in a differentiated exponent (module doc)."""
-        if not (isinstance(x2, torch.Tensor) and x2.requires_grad and torch.is_grad_enabled()):
-            return compat.pow(x1, x2)
-        base = x1
-        if isinstance(base, (bool, int, float)):  # a Python number: no float32 detour
-            base = torch.as_tensor(base, dtype=torch.result_type(base, x2), device=x2.device)
-        elif not isinstance(base, torch.Tensor):
-            base = torch.as_tensor(base, device=x2.device)  # numpy: dtype kept
-        dtype = torch.result_type(base, x2)
-        if not dtype.is_floating_point:
-            return compat.pow(x1, x2)
-        return _Pow.apply(base.to(dtype), x2.to(dtype))  # type: ignore[no-untyped-call]
+        result = exact(x1, x2)
+        return compat.pow(x1, x2) if result is NotImplemented else result
 
     ns = types.ModuleType("adswitch_torch.xp", __doc__)
     ns.__dict__.update(

@@ -35,6 +35,14 @@ Writes into the argument of a nested call still raise ``MutationError``.
 ``float(x)``/``x.item()``/``x.tolist()`` on a traced tensor would yield a Python number that
 torch treats as a constant (plain torch only warns): while ``f`` runs they raise
 ``UnsupportedError`` instead (see ``_guard``; ``TorchBackend(strict=False)`` turns it off).
+
+Powers with a differentiated exponent: torch's own ``pow`` rule makes nested derivatives
+with respect to the exponent silently wrong at ``e == 0`` (``namespace`` doc). ``xp.pow``
+and, while ``f`` runs, the ``**``/``**=`` operators and ``Tensor.pow``/``pow_`` use an exact
+rule (``_guard``). Known limit: the module functions ``torch.pow(b, e)`` and
+``torch.float_power(b, e)`` keep torch's rule -- replacing them would change a builtin
+that TorchScript and ``torch.compile`` resolve by identity, for every torch user, and a
+``TorchFunctionMode`` would tax every operation. Write ``xp.pow(b, e)`` or ``b ** e``.
 """
 
 from __future__ import annotations
