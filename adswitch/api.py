@@ -6,6 +6,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from adswitch import selection, trees
 from adswitch.errors import ActivityError, OutputError
 from adswitch.leaves import describe, is_float_dtype
@@ -121,7 +123,7 @@ def _run(
         selection.current_calls.reset(token)
 
     val = trees.unflatten(output_def(), out_leaves)
-    return WithGradient(val, _results(plan, engine, grads, zero))
+    return WithGradient(val, _results(plan, engine, grads, zero, not calls))
 
 
 def _loss_function(
@@ -202,10 +204,23 @@ def _loss_of(out: Any) -> Any:
     return loss
 
 
-def _results(plan: Plan, engine: Backend, grads: list[Any], zero: bool) -> tuple[Any, ...]:
+def _results(
+    plan: Plan, engine: Backend, grads: list[Any], zero: bool, top_level: bool
+) -> tuple[Any, ...]:
     """Place gradients: new trees for plain arguments, shadows for Duplicated ones."""
     active = plan.active
     first = plan.first
+    grads = list(grads)
+    if top_level:
+        # Scalar leaves get their own type back (np.float32 in, np.float32 out), whatever
+        # the engine computed them as; inside an outer differentiation they stay traced.
+        for u, leaf in enumerate(plan.leaves):
+            if (
+                active[u]
+                and isinstance(leaf, (float, np.generic))
+                and type(grads[u]) is not type(leaf)
+            ):
+                grads[u] = type(leaf)(grads[u])
     results: list[Any] = []
     for a, p in enumerate(plan.args):
         if p.kind == CONST:

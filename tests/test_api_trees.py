@@ -199,3 +199,10 @@ def test_make_zero_preserves_structure_types_and_ties() -> None:
     assert z["a"] is z["b"][0] and z["a"] is not w and z["a"].dtype == np.float32
     assert not z["a"].any() and z["b"][1] == 0.0 and z["b"][2] == 3 and type(z["p"]) is Point
     assert z["p"].y == "s"
+
+
+def test_scalar_leaves_get_their_own_type_back(fd) -> None:
+    args = (np.float32(2.0), np.float64(3.0), 4.0)
+    grads = ad.gradient(lambda a, b, c: float(a) * float(b) * c, *args, backend=fd)
+    assert [type(g) for g in grads] == [np.float32, np.float64, float]
+    np.testing.assert_allclose([float(g) for g in grads], [12.0, 8.0, 6.0], rtol=1e-5)
