@@ -50,7 +50,7 @@ class FiniteDifferenceBackend(BackendBase):
             grad = np.zeros_like(leaf)
             for index in np.ndindex(leaf.shape):
                 plus, minus = list(base), list(base)
-                plus[i], minus[i] = leaf.copy(), leaf.copy()
+                plus[i], minus[i] = np.array(leaf), np.array(leaf)  # np.generic too
                 plus[i][index] += STEP
                 minus[i][index] -= STEP
                 grad[index] = (loss_at(plus) - loss_at(minus)) / (2 * STEP)
