@@ -50,7 +50,8 @@ class FiniteDifferenceBackend(BackendBase):
             grad = np.zeros_like(leaf)
             for index in np.ndindex(leaf.shape):
                 plus, minus = list(base), list(base)
-                plus[i], minus[i] = np.array(leaf), np.array(leaf)  # np.generic too
+                # float64 copies (np.generic too): a 1e-6 step is lost in float32
+                plus[i], minus[i] = np.array(leaf, np.float64), np.array(leaf, np.float64)
                 plus[i][index] += STEP
                 minus[i][index] -= STEP
                 grad[index] = (loss_at(plus) - loss_at(minus)) / (2 * STEP)
