@@ -153,6 +153,16 @@ def _pow_base_grad(e: Any, b: Any) -> Any:
     return xp.sum(ad.gradient(_pow_sum, e, b)[1])
 
 
+def _pow_operator_sum(e: Any, b: Any) -> Any:
+    xp = ad.array_namespace(e, b)
+    return xp.sum(b**e)
+
+
+def _pow_operator_base_grad(e: Any, b: Any) -> Any:
+    xp = ad.array_namespace(e, b)
+    return xp.sum(ad.gradient(_pow_operator_sum, e, b)[1])
+
+
 def _pow_base_grad_ref(e: Any, b: Any) -> Any:
     return np.sum(e * b ** (e - 1))
 
@@ -265,6 +275,18 @@ CASES = [
         "d/de of the inner gradient d/db sum(pow(b, e)) at e == 0: masked or where-guarded "
         "pow rules give 0 or b instead of b**-1",
         _pow_base_grad,
+        _pow_args,
+        ref_fn=_pow_base_grad_ref,
+        closed_form=_pow_base_grad_closed,
+        requires=NESTED,
+        second_args=_pow_second_args,
+    ),
+    Case(
+        "nested.pow_operator_exponent_zero",
+        F,
+        "pow_exponent_zero written with the operator: d/de of the inner gradient "
+        "d/db sum(b ** e) at e == 0 (the engines' own ** rules give 0 or b, not b**-1)",
+        _pow_operator_base_grad,
         _pow_args,
         ref_fn=_pow_base_grad_ref,
         closed_form=_pow_base_grad_closed,

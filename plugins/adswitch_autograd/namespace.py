@@ -142,7 +142,11 @@ def pow(x1: Any, x2: Any, /) -> Any:
         >>> pow(np.asarray([2.0, 0.5]), 2.0)
         array([4.  , 0.25])
     """
-    if not is_traced(x2) or np.result_type(getval(x1), getval(x2)).kind != "f":
+    if not is_traced(x2):
+        return anp.power(x1, x2)
+    if isinstance(x1, (list, tuple)):  # ``[2.0, 3.0] ** e``; entries may be traced
+        x1 = anp.array(x1)
+    if np.result_type(getval(x1), getval(x2)).kind != "f":
         return anp.power(x1, x2)
     return _traced_pow(x1, x2)
 
