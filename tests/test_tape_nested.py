@@ -212,3 +212,22 @@ def test_second_order_of_prod_along_an_axis_with_zeros() -> None:
     (h,) = ad.gradient(f, x, backend="tape")
     expected = np.stack([_prod_hessian(x[r]) @ c[r] for r in range(2)])
     np.testing.assert_allclose(h, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_second_order_through_broadcasting_add_and_subtract() -> None:
+    # add/subtract entries keep only their arguments' shapes: the unbroadcasting of their
+    # rules must still be right, and recorded, at second order.
+    b = np.array([0.3, -0.8])
+
+    def grad_sum(x: Any, b: Any) -> Any:
+        def inner(u: Any, v: Any) -> Any:
+            xp = _xp(u, v)
+            col = xp.reshape(u, (3, 1))
+            return _sum(xp.tanh(col + v) * xp.sin(1.5 - col - v))
+
+        gx, gb = ad.gradient(inner, x, b)
+        return _sum(gx * gx) + _sum(gb * gb)
+
+    gx, gb = ad.gradient(grad_sum, X, b, backend="tape")
+    np.testing.assert_allclose(gx, fd_gradient(grad_sum, (X, b), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gb, fd_gradient(grad_sum, (X, b), 1), rtol=1e-6, atol=1e-8)

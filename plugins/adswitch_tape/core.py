@@ -27,7 +27,7 @@ import numpy as np
 
 from adswitch.errors import MutationError, UnsupportedError
 
-__all__ = ["FREE", "IN_PLACE_FROM", "Rule", "Trace", "backward", "escaped"]
+__all__ = ["FREE", "IN_PLACE_FROM", "Rule", "Trace", "backward", "escaped", "role_text"]
 
 _LEVELS = itertools.count(1)
 
@@ -42,7 +42,9 @@ Rule = Callable[..., Any]
 Entry = tuple[Any, tuple[Any, ...], Any, dict[str, Any] | None, int | tuple[int | None, ...]]
 """A tape entry ``(prim, args, ans, kw, parents)``: ``parents`` holds a tape slot per
 argument traced at this level (``None`` for constants), or is the bare slot (an ``int``)
-when only the first argument is traced -- the common case, swept without a loop."""
+when only the first argument is traced -- the common case, swept without a loop.
+``args``/``ans`` hold only what the primitive's rules read (``Prim.keep_args``/``keep_ans``:
+values, shapes or ``None``), so the tape does not keep dead intermediates alive."""
 
 
 class Trace:
@@ -56,48 +58,70 @@ class Trace:
         self.live = True
         # id -> (array, role); role "" for an array that was read-only before any call
         # locked it. Arrays are kept so that their ids stay unique.
-        self.locked: dict[int, tuple[np.ndarray, str]] = {}
+        self.locked: dict[int, tuple[np.ndarray, Any]] = {}
 
     def leaf(self, value: Any) -> Tracer:
         """A traced input: a tape slot with no entry (its gradient stays in the sweep)."""
         self.tape.append(None)
         return Tracer(value, self, len(self.tape) - 1)
 
-    def guard(self, array: np.ndarray, role: str) -> None:
+    def guard(self, array: np.ndarray, role: Any) -> None:
         """Lock ``array`` (and the arrays it views) read-only until the call ends, so that
         a write by ``f`` into an array the backward pass will read fails loudly instead
         of corrupting the gradient. Locks are counted across calls and threads: an
         array stays locked until the last call that needs it ends, and one that was
-        read-only already is left so."""
+        read-only already is left so. ``role`` says what the array is to the backward
+        pass, for the error message (a string, or a tuple formatted by :func:`role_text`
+        only when the error is raised)."""
         locked = self.locked
         a: Any = array
-        while isinstance(a, np.ndarray) and id(a) not in locked:
-            with _LOCKS_GUARD:
-                entry = _LOCKS.get(id(a))
+        with _LOCKS_GUARD:
+            while isinstance(a, np.ndarray):
+                key = id(a)
+                if key in locked:
+                    break
+                entry = _LOCKS.get(key)
                 if entry is None:
-                    entry = _LOCKS[id(a)] = [a, 0, a.flags.writeable]
+                    flags = a.flags
+                    entry = _LOCKS[key] = [a, 1, flags.writeable]
                     if entry[2]:
-                        a.flags.writeable = False
-                entry[1] += 1
-            locked[id(a)] = (a, role if entry[2] else "")
-            a = a.base
+                        flags.writeable = False
+                else:
+                    entry[1] += 1
+                locked[key] = (a, role if entry[2] else "")
+                a = a.base
 
     def close(self) -> None:
         """End the call: release its locks (restoring owners before their views, as
         numpy refuses the reverse) and refuse further recording."""
         self.live = False
+        locked = self.locked
+        if not locked:
+            return
         release = []
         with _LOCKS_GUARD:
-            for array, _ in self.locked.values():
-                entry = _LOCKS[id(array)]
+            for key in locked:
+                entry = _LOCKS[key]
                 entry[1] -= 1
                 if entry[1] == 0:
-                    del _LOCKS[id(array)]
+                    del _LOCKS[key]
                     if entry[2]:
-                        release.append(array)
-            for array in sorted(release, key=_view_depth):
+                        release.append(entry[0])
+            if len(release) > 1:  # owners (no base: the common case) first, then views
+                views = [a for a in release if a.base is not None]
+                if views:
+                    owners = [a for a in release if a.base is None]
+                    release = owners + sorted(views, key=_view_depth)
+            for array in release:
                 array.flags.writeable = True
-        self.locked.clear()
+        locked.clear()
+
+
+def role_text(role: Any) -> str:
+    """The text of a lock's role (see :meth:`Trace.guard`)."""
+    if isinstance(role, tuple):
+        return "differentiated argument (leaf {}, shape {})".format(*role)
+    return str(role)
 
 
 def _view_depth(array: np.ndarray) -> int:
@@ -121,7 +145,7 @@ class _Free(Trace):
         self.live = True
         self.locked = {}
 
-    def guard(self, array: np.ndarray, role: str) -> None:
+    def guard(self, array: np.ndarray, role: Any) -> None:
         return None
 
     def close(self) -> None:
@@ -212,7 +236,11 @@ def backward(trace: Trace, root: int, seed: Any) -> list[Any]:
             old = grads[parents]
             if old is None:
                 grads[parents] = gk
-            elif not _added_in_place(old, gk):
+            elif (
+                type(old) is not np.ndarray
+                or old.size < IN_PLACE_FROM
+                or not _added_in_place(old, gk)
+            ):
                 grads[parents] = old + gk
             continue
         for k in range(len(parents)):
@@ -229,7 +257,11 @@ def backward(trace: Trace, root: int, seed: Any) -> list[Any]:
             old = grads[j]
             if old is None:
                 grads[j] = gk
-            elif not _added_in_place(old, gk):
+            elif (
+                type(old) is not np.ndarray
+                or old.size < IN_PLACE_FROM
+                or not _added_in_place(old, gk)
+            ):
                 grads[j] = old + gk
     return grads
 

@@ -32,7 +32,7 @@ from adswitch.spec import CallInfo, LossFn
 
 from . import prims as P
 from . import vjps as _vjps  # noqa: F401  -- the rules must be registered before a sweep
-from .core import FREE, Trace, backward
+from .core import FREE, Trace, backward, role_text
 from .mutation import sync
 from .tracer import Tracer, raw
 
@@ -46,22 +46,32 @@ def value_and_grad(
     trace = Trace()
     values = list(leaves)
     traced: dict[int, tuple[Tracer, Any, int]] = {}  # leaf -> (tracer, first value, slot)
-    for i, (leaf, act) in enumerate(zip(leaves, active, strict=True)):
+    tape = trace.tape
+    if len(active) != len(values):
+        raise ValueError("value_and_grad: one activity flag per leaf")
+    for i, act in enumerate(active):
         if not act:
             continue
-        if isinstance(leaf, float):
-            value: Any = np.asarray(leaf, dtype=np.float64)
+        leaf = values[i]
+        if type(leaf) is np.ndarray:
+            # the role is formatted only if an error needs it (``role_text``)
+            trace.guard(leaf, (i, leaf.shape))
+            value: Any = leaf
+        elif isinstance(leaf, float):
+            value = np.asarray(leaf, dtype=np.float64)
         else:
             value = leaf
-            if type(leaf) is np.ndarray:
-                trace.guard(leaf, f"differentiated argument (leaf {i}, shape {leaf.shape})")
-        t = trace.leaf(value)
-        values[i] = t
-        traced[i] = (t, value, t._idx)  # type: ignore[assignment]
+        slot = len(tape)
+        tape.append(None)  # a leaf: a tape slot with no entry
+        values[i] = t = Tracer(value, trace, slot)
+        traced[i] = (t, value, slot)
     try:
         loss, outs = fn(values)
         grads = _sweep(trace, loss)
-        out_leaves = [_unwrap(o, trace) for o in outs]
+        out_leaves = list(outs)
+        for k, o in enumerate(out_leaves):
+            if type(o) is Tracer:
+                out_leaves[k] = _unwrap(o, trace)
     except ValueError as exc:
         error = _translate(exc, trace)
         if error is None:
@@ -73,7 +83,21 @@ def value_and_grad(
     seen: set[int] = set()
     result: list[Any | None] = [None] * len(leaves)
     for i, (_, value, slot) in traced.items():
-        result[i] = _conform(grads[slot] if grads else None, leaves[i], value, seen)
+        g = grads[slot] if grads else None
+        if (
+            type(g) is np.ndarray
+            and type(value) is np.ndarray
+            and value is leaves[i]  # (not a Python float's 0-d stand-in)
+            and g.shape == value.shape
+            and g.dtype == value.dtype
+            and g.base is None
+            and id(g) not in seen
+            and g.flags.writeable
+        ):  # the common case, a fresh gradient array: handed back as it is
+            seen.add(id(g))
+            result[i] = g
+        else:
+            result[i] = _conform(g, leaves[i], value, seen)
     return out_leaves, result
 
 
@@ -85,7 +109,10 @@ def _sweep(trace: Trace, loss: Any) -> list[Any] | None:
     if loss._trace is not trace or loss._idx is None:
         _unwrap(loss, trace)  # a leaked tracer of a finished call raises here
         return None
-    return backward(trace, loss._idx, _seed(raw(loss).dtype))
+    value = loss._value
+    dtype = (value if type(value) is not Tracer else raw(value)).dtype
+    seed = _SEEDS.get(dtype)
+    return backward(trace, loss._idx, _seed(dtype) if seed is None else seed)
 
 
 _SEEDS: dict[Any, np.ndarray] = {}
@@ -147,6 +174,8 @@ def _conform(g: Any, leaf: Any, value: Any, seen: set[int]) -> Any:
 def _write_back(leaves: Sequence[Any], traced: dict[int, tuple[Tracer, Any, int]]) -> None:
     """Give each argument array that ``f`` wrote into through its tracer the final value."""
     for i, (t, first, _) in traced.items():
+        if t._value is first and t._base is None:  # not written to: the common case
+            continue
         if t._base is not None:
             sync(t)
         if t._value is first:
@@ -199,6 +228,6 @@ def _locked_role(obj: Any, trace: Trace) -> str:
     while isinstance(obj, np.ndarray):
         entry = trace.locked.get(id(obj))
         if entry is not None and entry[0] is obj and entry[1]:
-            return entry[1]
+            return role_text(entry[1])
         obj = obj.base
     return ""

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any
 
@@ -59,9 +59,7 @@ class TapeBackend(BackendBase):
     def value_and_grad(
         self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], list[Any | None]]:
-        from .engine import value_and_grad
-
-        return value_and_grad(fn, leaves, active, info)
+        return _engine()(fn, leaves, active, info)
 
 
 @functools.cache
@@ -71,6 +69,14 @@ def _modules() -> tuple[type, Any]:
     from .tracer import Tracer
 
     return Tracer, namespace
+
+
+@functools.cache
+def _engine() -> Callable[..., tuple[list[Any], list[Any | None]]]:
+    """The engine's ``value_and_grad``, imported on first use (a cached lookup after)."""
+    from .engine import value_and_grad
+
+    return value_and_grad
 
 
 @hookimpl

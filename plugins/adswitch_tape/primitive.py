@@ -27,16 +27,46 @@ class Prim:
 
     ``saves`` is False for operations whose rules never read a constant argument's value
     (only its shape): their numpy constants need no write protection.
+
+    What a tape entry keeps for the rules (the rest is dropped at once, so the forward
+    pass frees intermediates the backward pass never reads, as plain numpy would):
+    ``keep_ans`` -- the rules read the output; ``keep_args`` -- ``"values"`` (the rules
+    read the arguments), ``"shapes"`` (only their shapes: the entry holds shape tuples)
+    or ``"none"`` (the entry holds ``None`` per argument).
     """
 
-    __slots__ = ("fn", "impl", "name", "rules", "saves")
+    __slots__ = ("fn", "impl", "keep_ans", "keep_args", "name", "rules", "saves")
 
-    def __init__(self, name: str, impl: Callable[..., Any], saves: bool) -> None:
+    def __init__(
+        self,
+        name: str,
+        impl: Callable[..., Any],
+        saves: bool,
+        keep_ans: bool = True,
+        keep_args: str = "values",
+    ) -> None:
         self.name = name
         self.impl = impl
         self.saves = saves
+        self.keep_ans = keep_ans
+        self.keep_args = keep_args
         self.rules: list[Rule | None] = []
         self.fn: Callable[..., Any] = impl
+
+
+def _shape(v: Any) -> tuple[int, ...]:
+    """The shape an entry keeps of an argument (``()`` for a Python scalar)."""
+    shape: tuple[int, ...] = getattr(v, "shape", ())
+    return shape
+
+
+def _kept(p: Prim, vals: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The arguments a tape entry of ``p`` keeps (see :class:`Prim`)."""
+    if p.keep_args == "values":
+        return vals
+    if p.keep_args == "shapes":
+        return tuple(_shape(v) for v in vals)
+    return (None,) * len(vals)
 
 
 def _record(p: Prim, args: tuple[Any, ...], kw: dict[str, Any]) -> Tracer:
@@ -72,16 +102,23 @@ def _record(p: Prim, args: tuple[Any, ...], kw: dict[str, Any]) -> Tracer:
     if all(j is None for j in parents):
         return Tracer(ans, top, None)
     tape = top.tape
-    tape.append((p, tuple(vals), ans, kw or None, tuple(parents)))
+    kept = _kept(p, tuple(vals))
+    tape.append((p, kept, ans if p.keep_ans else None, kw or None, tuple(parents)))
     return Tracer(ans, top, len(tape) - 1)
 
 
 def unary(
-    name: str, impl: Callable[..., Any], saves: bool = True, params: bool = False
+    name: str,
+    impl: Callable[..., Any],
+    saves: bool = True,
+    params: bool = False,
+    keep_x: bool = True,
+    keep_ans: bool = True,
 ) -> Callable[..., Any]:
     """A one-array primitive: ``f(x)``, or ``f(x, **params)`` (axis, shape...: never
-    arrays) when ``params`` -- two variants, so elementwise calls pass no dict around."""
-    p = Prim(name, impl, saves)
+    arrays) when ``params`` -- two variants, so elementwise calls pass no dict around.
+    ``keep_x``/``keep_ans``: whether its rules read the argument / the output."""
+    p = Prim(name, impl, saves, keep_ans, "values" if keep_x else "none")
 
     def prim(x: Any, /) -> Any:
         if type(x) is not Tracer:
@@ -97,7 +134,7 @@ def unary(
         if idx is None:
             return Tracer(ans, trace, None)
         tape = trace.tape
-        tape.append((p, (v,), ans, None, idx))
+        tape.append((p, (v,) if keep_x else _NONE1, ans if keep_ans else None, None, idx))
         return Tracer(ans, trace, len(tape) - 1)
 
     def prim_params(x: Any, /, **kw: Any) -> Any:
@@ -114,15 +151,27 @@ def unary(
         if idx is None:
             return Tracer(ans, trace, None)
         tape = trace.tape
-        tape.append((p, (v,), ans, kw, idx))
+        tape.append((p, (v,) if keep_x else _NONE1, ans if keep_ans else None, kw, idx))
         return Tracer(ans, trace, len(tape) - 1)
 
     return _register(p, prim_params if params else prim)
 
 
-def binary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[..., Any]:
-    """A two-array primitive ``f(x, y)``: the hot path of arithmetic, kept lean."""
-    p = Prim(name, impl, saves)
+_NONE1 = (None,)
+
+
+def binary(
+    name: str,
+    impl: Callable[..., Any],
+    saves: bool = True,
+    keep_ans: bool = True,
+    keep_args: str = "values",
+) -> Callable[..., Any]:
+    """A two-array primitive ``f(x, y)``: the hot path of arithmetic, kept lean.
+    ``keep_ans``/``keep_args``: what its rules read (see :class:`Prim`)."""
+    p = Prim(name, impl, saves, keep_ans, keep_args)
+    by_value, shapes = keep_args == "values", keep_args == "shapes"
+    role = f"a constant argument of `{name}`"
 
     def prim(x: Any, y: Any, /) -> Any:
         if type(x) is not Tracer:
@@ -145,17 +194,33 @@ def binary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[
             if xi is None and yi is None:
                 return Tracer(ans, trace, None)
             tape = trace.tape
-            tape.append((p, (xv, yv), ans, None, (xi, yi)))
+            tape.append(
+                (
+                    p,
+                    (xv, yv) if by_value else (xv.shape, yv.shape) if shapes else (None, None),
+                    ans if keep_ans else None,
+                    None,
+                    (xi, yi),
+                )
+            )
             return Tracer(ans, trace, len(tape) - 1)
         # traced (+) constant: the commonest case (x * 2.0, x + b, x @ W...)
         if saves and type(y) is np.ndarray and id(y) not in trace.locked:
-            trace.guard(y, f"a constant argument of `{name}`")
+            trace.guard(y, role)
         ans = prim(xv, y) if type(xv) is Tracer else impl(xv, y)
         idx = x._idx
         if idx is None:
             return Tracer(ans, trace, None)
         tape = trace.tape
-        tape.append((p, (xv, y), ans, None, idx))
+        tape.append(
+            (
+                p,
+                (xv, y) if by_value else (xv.shape, _shape(y)) if shapes else (None, None),
+                ans if keep_ans else None,
+                None,
+                idx,
+            )
+        )
         return Tracer(ans, trace, len(tape) - 1)
 
     return _register(p, prim)

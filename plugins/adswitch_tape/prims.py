@@ -15,44 +15,46 @@ from .primitive import binary, nary, unary
 from .tracer import Tracer
 
 # -- elementwise, one argument ---------------------------------------------------------
-negative = unary("negative", np.negative, saves=False)
-positive = unary("positive", np.positive, saves=False)
-abs = unary("abs", np.abs)
-exp = unary("exp", np.exp)
-expm1 = unary("expm1", np.expm1)
-log = unary("log", np.log)
-log1p = unary("log1p", np.log1p)
-log2 = unary("log2", np.log2)
-log10 = unary("log10", np.log10)
-sqrt = unary("sqrt", np.sqrt)
-square = unary("square", np.square)
-sin = unary("sin", np.sin)
-cos = unary("cos", np.cos)
-tan = unary("tan", np.tan)
-sinh = unary("sinh", np.sinh)
-cosh = unary("cosh", np.cosh)
-tanh = unary("tanh", np.tanh)
-asin = unary("asin", np.arcsin)
-acos = unary("acos", np.arccos)
-atan = unary("atan", np.arctan)
-asinh = unary("asinh", np.arcsinh)
-acosh = unary("acosh", np.arccosh)
-atanh = unary("atanh", np.arctanh)
+# ``keep_x=False``/``keep_ans=False``/``keep_args="shapes"``: the rules (``vjps``) never read
+# that value, so the tape does not keep it alive (keep these in step with the rules).
+negative = unary("negative", np.negative, saves=False, keep_x=False, keep_ans=False)
+positive = unary("positive", np.positive, saves=False, keep_x=False, keep_ans=False)
+abs = unary("abs", np.abs, keep_ans=False)
+exp = unary("exp", np.exp, keep_x=False)
+expm1 = unary("expm1", np.expm1, keep_x=False)
+log = unary("log", np.log, keep_ans=False)
+log1p = unary("log1p", np.log1p, keep_ans=False)
+log2 = unary("log2", np.log2, keep_ans=False)
+log10 = unary("log10", np.log10, keep_ans=False)
+sqrt = unary("sqrt", np.sqrt, keep_x=False)
+square = unary("square", np.square, keep_ans=False)
+sin = unary("sin", np.sin, keep_ans=False)
+cos = unary("cos", np.cos, keep_ans=False)
+tan = unary("tan", np.tan, keep_x=False)
+sinh = unary("sinh", np.sinh, keep_ans=False)
+cosh = unary("cosh", np.cosh, keep_ans=False)
+tanh = unary("tanh", np.tanh, keep_x=False)
+asin = unary("asin", np.arcsin, keep_ans=False)
+acos = unary("acos", np.arccos, keep_ans=False)
+atan = unary("atan", np.arctan, keep_ans=False)
+asinh = unary("asinh", np.arcsinh, keep_ans=False)
+acosh = unary("acosh", np.arccosh, keep_ans=False)
+atanh = unary("atanh", np.arctanh, keep_ans=False)
 
 # -- elementwise, two arguments (numpy broadcasting) -----------------------------------
-add = binary("add", np.add, saves=False)
-subtract = binary("subtract", np.subtract, saves=False)
-multiply = binary("multiply", np.multiply)
+add = binary("add", np.add, saves=False, keep_ans=False, keep_args="shapes")
+subtract = binary("subtract", np.subtract, saves=False, keep_ans=False, keep_args="shapes")
+multiply = binary("multiply", np.multiply, keep_ans=False)
 divide = binary("divide", np.divide)
 pow = binary("pow", np.power)
-maximum = binary("maximum", np.maximum)
-minimum = binary("minimum", np.minimum)
-atan2 = binary("atan2", np.arctan2)
+maximum = binary("maximum", np.maximum, keep_ans=False)
+minimum = binary("minimum", np.minimum, keep_ans=False)
+atan2 = binary("atan2", np.arctan2, keep_ans=False)
 hypot = binary("hypot", np.hypot)
 logaddexp = binary("logaddexp", np.logaddexp)
-copysign = binary("copysign", np.copysign)
-remainder = binary("remainder", np.remainder)
-matmul = binary("matmul", np.matmul)
+copysign = binary("copysign", np.copysign, keep_ans=False)
+remainder = binary("remainder", np.remainder, keep_ans=False)
+matmul = binary("matmul", np.matmul, keep_ans=False)
 
 
 def _tanh_grad(g: Any, ans: Any) -> Any:
@@ -66,10 +68,23 @@ def _tanh_grad(g: Any, ans: Any) -> Any:
         t = np.multiply(ans, ans)
         np.subtract(1.0, t, out=t)
         return np.multiply(t, g, out=t)
-    return g * (1.0 - ans * ans)
+    one = _ONES.get(getattr(ans, "dtype", None), 1.0)
+    return g * (one - ans * ans)
 
 
-tanh_grad = binary("tanh_grad", _tanh_grad)
+# ``1`` as a 0-d array per floating dtype: numpy converts a Python float operand on every
+# call (about 0.2 us on small arrays); a 0-d array of the operand's own dtype gives the
+# same result type and the same numbers without that.
+def _one(dtype: Any) -> np.ndarray:
+    one = np.ones((), dtype=dtype)
+    one.flags.writeable = False
+    return one
+
+
+_ONES: dict[Any, Any] = {np.dtype(t): _one(t) for t in (np.float32, np.float64)}
+
+
+tanh_grad = binary("tanh_grad", _tanh_grad, keep_ans=False)
 where = nary("where", np.where)
 
 
@@ -102,7 +117,7 @@ def _cumsum(x: Any, axis: int, include_initial: bool = False) -> Any:
     return out
 
 
-sum = unary("sum", _sum, saves=False, params=True)
+sum = unary("sum", _sum, saves=False, params=True, keep_ans=False)
 prod = unary("prod", _prod, params=True)
 max = unary("max", _max, params=True)
 min = unary("min", _min, params=True)

@@ -70,7 +70,7 @@ class Tracer:
     # -- array attributes -------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self._value.shape)
+        return self._value.shape  # type: ignore[no-any-return]
 
     @property
     def dtype(self) -> Any:

@@ -27,9 +27,10 @@ import numpy as np
 from . import prims as P
 from .core import IN_PLACE_FROM
 from .primitive import defvjp, defvjp_variadic
+from .prims import _tanh_grad
 from .tracer import Tracer, raw
 
-__all__ = ["unbroadcast"]
+__all__ = ["unbroadcast", "unbroadcast_to"]
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -47,6 +48,21 @@ def unbroadcast(g: Any, x: Any) -> Any:
     except AttributeError:  # a Python scalar
         pass
     shape, gshape = _shape(x), _shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    if lead:
+        g = P.sum(g, axis=tuple(range(lead)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    if axes:
+        g = P.sum(g, axis=axes, keepdims=True)
+    return g
+
+
+def unbroadcast_to(g: Any, shape: tuple[int, ...]) -> Any:
+    """:func:`unbroadcast` to a shape (the rules of ``add``/``subtract``, whose tape
+    entries keep their arguments' shapes, not their values)."""
+    gshape = _shape(g)
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
@@ -108,17 +124,48 @@ defvjp(P.sqrt, lambda g, ans, x: g * 0.5 / ans)
 defvjp(P.square, lambda g, ans, x: _times(g, 2.0 * x))
 
 
-defvjp(P.sin, lambda g, ans, x: _times(g, P.cos(x)))
+def _sin_x(g: Any, ans: Any, x: Any) -> Any:
+    if type(x) is not np.ndarray:  # traced (recorded by an enclosing call), or a scalar
+        return _times(g, P.cos(x))
+    c = np.cos(x)  # top level: the primitive's own numpy call, one call layer less
+    if c.size >= IN_PLACE_FROM:
+        return _times(g, c)
+    return g * c
+
+
+defvjp(P.sin, _sin_x)
 defvjp(P.cos, lambda g, ans, x: -(g * P.sin(x)))
 defvjp(P.tan, lambda g, ans, x: g * (1.0 + P.square(ans)))
 defvjp(P.sinh, lambda g, ans, x: g * P.cosh(x))
 defvjp(P.cosh, lambda g, ans, x: g * P.sinh(x))
-defvjp(P.tanh, lambda g, ans, x: P.tanh_grad(g, ans))
 defvjp(
-    P.tanh_grad,
-    lambda gg, ans, g, y: P.tanh_grad(gg, y),
-    lambda gg, ans, g, y: gg * g * y * -2.0,
+    P.tanh,
+    # top level: the primitive's numpy code directly (one call layer less per entry)
+    lambda g, ans, x: (
+        _tanh_grad(g, ans)
+        if type(g) is np.ndarray and type(ans) is np.ndarray
+        else P.tanh_grad(g, ans)
+    ),
 )
+
+
+def _tanh_grad_y(gg: Any, ans: Any, g: Any, y: Any) -> Any:
+    """``gg * g * y * -2``; for large plain arrays (top level) the products after the
+    first are written into its fresh temporary (same operations, same order)."""
+    if type(gg) is np.ndarray and type(g) is np.ndarray and gg.size >= IN_PLACE_FROM:
+        t = gg * g
+        if (
+            type(y) is np.ndarray
+            and t.shape == np.broadcast_shapes(t.shape, y.shape)
+            and t.dtype == np.result_type(t, y)
+        ):
+            np.multiply(t, y, out=t)
+            return np.multiply(t, -2.0, out=t)
+        return t * y * -2.0
+    return gg * g * y * -2.0
+
+
+defvjp(P.tanh_grad, lambda gg, ans, g, y: P.tanh_grad(gg, y), _tanh_grad_y)
 defvjp(P.asin, lambda g, ans, x: g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.acos, lambda g, ans, x: -g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.atan, lambda g, ans, x: g / (1.0 + P.square(x)))
@@ -148,13 +195,18 @@ def _ties(x: Any, y: Any, wins: Any) -> Any:
     return _const(np.where(wins(rx, ry), 1.0, np.where(rx == ry, 0.5, 0.0)), x)
 
 
-# (The shape test is inlined in the two hottest rules: one call less per operation.)
+# (The shape test is inlined in the hottest rules: one call less per operation.)
+# add/subtract: their tape entries keep the arguments' shapes only (see ``prims``).
 defvjp(
     P.add,
-    lambda g, ans, x, y: g if g.shape == x.shape else unbroadcast(g, x),
-    lambda g, ans, x, y: g if g.shape == y.shape else unbroadcast(g, y),
+    lambda g, ans, xs, ys: g if g.shape == xs else unbroadcast_to(g, xs),
+    lambda g, ans, xs, ys: g if g.shape == ys else unbroadcast_to(g, ys),
 )
-defvjp(P.subtract, lambda g, ans, x, y: unbroadcast(g, x), lambda g, ans, x, y: unbroadcast(-g, y))
+defvjp(
+    P.subtract,
+    lambda g, ans, xs, ys: g if g.shape == xs else unbroadcast_to(g, xs),
+    lambda g, ans, xs, ys: unbroadcast_to(-g, ys),
+)
 defvjp(
     P.multiply,
     lambda g, ans, x, y: gy if (gy := g * y).shape == x.shape else unbroadcast(gy, x),
@@ -249,12 +301,16 @@ defvjp(P.matmul, _matmul_x, _matmul_y)
 
 # -- reductions and scans --------------------------------------------------------------
 def _sum_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    if type(g) is np.ndarray and type(x) is np.ndarray:  # top level: the common case
+        ge = g if keepdims or axis is None else _expand(g, x, axis, keepdims)
+        return np.zeros(x.shape, dtype=ge.dtype) + ge
     ge = _expand(g, x, axis, keepdims)
     if type(ge) is Tracer:
         return P.broadcast_to(ge, shape=_shape(x))
     # Plain arrays: a fresh array costs less than np.broadcast_to's Python wrapper, and the
     # gradient handed back must be its own writeable array anyway.
-    return np.zeros(_shape(x), dtype=np.result_type(ge)) + ge
+    dtype = ge.dtype if type(ge) is np.ndarray else np.result_type(ge)
+    return np.zeros(_shape(x), dtype=dtype) + ge
 
 
 def _prod_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
