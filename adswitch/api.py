@@ -6,8 +6,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from adswitch import selection, trees
 from adswitch.errors import ActivityError, OutputError
 from adswitch.leaves import describe, is_float_dtype
@@ -210,17 +208,17 @@ def _results(
     """Place gradients: new trees for plain arguments, shadows for Duplicated ones."""
     active = plan.active
     first = plan.first
-    grads = list(grads)
-    if top_level:
+    if top_level and plan.scalar_leaves:
         # Scalar leaves get their own type back (np.float32 in, np.float32 out), whatever
         # the engine computed them as; inside an outer differentiation they stay traced.
-        for u, leaf in enumerate(plan.leaves):
-            if (
-                active[u]
-                and isinstance(leaf, (float, np.generic))
-                and type(grads[u]) is not type(leaf)
-            ):
+        grads = list(grads)
+        for u in plan.scalar_leaves:
+            leaf = plan.leaves[u]
+            if type(grads[u]) is not type(leaf):
                 grads[u] = type(leaf)(grads[u])
+    if len(plan.args) == 1 and plan.args[0].kind != DUPLICATED and plan.args[0].treedef is None:
+        # one bare array or scalar: the commonest call, kept cheap
+        return (None if plan.args[0].kind == CONST else grads[0],)
     results: list[Any] = []
     for a, p in enumerate(plan.args):
         if p.kind == CONST:

@@ -60,6 +60,7 @@ class Plan:
         # first (argument, position) where each unique leaf occurs, for results and errors
         self.first: list[tuple[int, int]] = []
         self.kinds: list[int] = []  # activity of the argument of the first occurrence
+        self.scalar_leaves: list[int] = []  # active Python floats and numpy scalars
         index_of: dict[int, int] = {}
         # across all Duplicated arguments: unique leaf -> id of its shadow, and back
         self._shadow_of: dict[int, int] = {}
@@ -91,12 +92,18 @@ class Plan:
                         active.append(numpy_kind == "f")
                         complex_seen = complex_seen or numpy_kind == "c"
                     elif scalar:
-                        active.append(isinstance(leaf, float))
+                        is_float = isinstance(leaf, float)
+                        active.append(is_float)
+                        if is_float:
+                            self.scalar_leaves.append(u)
                         complex_seen = complex_seen or isinstance(leaf, complex)
                     else:
                         dtype = getattr(leaf, "dtype", None)
                         leaf_kind = "o" if dtype is None else dtype_kind(dtype)
-                        active.append(leaf_kind == "f" and hasattr(leaf, "shape"))
+                        is_float = leaf_kind == "f" and hasattr(leaf, "shape")
+                        active.append(is_float)
+                        if is_float and isinstance(leaf, np.generic):
+                            self.scalar_leaves.append(u)
                         complex_seen = complex_seen or leaf_kind == "c"
                     first.append((a, j))
                     kinds.append(kind)
