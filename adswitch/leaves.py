@@ -52,14 +52,24 @@ def is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (float, int))
 
 
+def leaf_kind(x: Any) -> str:
+    """``"f"`` differentiable (a floating array or a Python float, numpy float scalars
+    included), ``"c"`` complex, ``"o"`` anything else."""
+    if isinstance(x, float):
+        return "f"
+    if isinstance(x, complex):
+        return "c"
+    if isinstance(x, (bool, int, str, bytes)) or x is None:
+        return "o"
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or not hasattr(x, "shape"):
+        return "o"
+    return dtype_kind(dtype)
+
+
 def is_differentiable(x: Any) -> bool:
     """Floating arrays and Python floats (including numpy float scalars)."""
-    if isinstance(x, float):
-        return True
-    if isinstance(x, (bool, int, str, bytes)) or x is None:
-        return False
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and hasattr(x, "shape") and is_float_dtype(dtype)
+    return leaf_kind(x) == "f"
 
 
 def memory_root(x: Any) -> Any:

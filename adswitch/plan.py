@@ -17,14 +17,7 @@ import numpy as np
 from adswitch import trees
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.errors import ActivityError, AliasingError, UnsupportedError
-from adswitch.leaves import (
-    describe,
-    dtype_kind,
-    is_array,
-    is_complex_dtype,
-    is_differentiable,
-    memory_root,
-)
+from adswitch.leaves import describe, is_array, is_differentiable, leaf_kind, memory_root
 from adswitch.shadow import check_shadow_leaf, float_slot
 from adswitch.spec import Backend
 
@@ -91,20 +84,12 @@ class Plan:
                         numpy_kind = leaf.dtype.kind
                         active.append(numpy_kind == "f")
                         complex_seen = complex_seen or numpy_kind == "c"
-                    elif scalar:
-                        is_float = isinstance(leaf, float)
-                        active.append(is_float)
-                        if is_float:
-                            self.scalar_leaves.append(u)
-                        complex_seen = complex_seen or isinstance(leaf, complex)
                     else:
-                        dtype = getattr(leaf, "dtype", None)
-                        leaf_kind = "o" if dtype is None else dtype_kind(dtype)
-                        is_float = leaf_kind == "f" and hasattr(leaf, "shape")
-                        active.append(is_float)
-                        if is_float and isinstance(leaf, np.generic):
+                        kind_of_leaf = leaf_kind(leaf)
+                        active.append(kind_of_leaf == "f")
+                        if kind_of_leaf == "f" and isinstance(leaf, (float, np.generic)):
                             self.scalar_leaves.append(u)
-                        complex_seen = complex_seen or leaf_kind == "c"
+                        complex_seen = complex_seen or kind_of_leaf == "c"
                     first.append((a, j))
                     kinds.append(kind)
                 elif kinds[u] != kind and is_differentiable(leaf):
@@ -213,16 +198,11 @@ class Plan:
 
     def _check_complex(self) -> None:
         for u, leaf in enumerate(self.leaves):
-            if self.kinds[u] != CONST and is_array(leaf) and is_complex_dtype(leaf.dtype):
+            if self.kinds[u] != CONST and leaf_kind(leaf) == "c":
                 raise UnsupportedError(
-                    f"{self.path(*self.first[u])} is a complex array; adswitch differentiates "
-                    "real functions of real inputs. Split it into real and imaginary parts, or "
-                    "pass it as Const."
-                )
-            if isinstance(leaf, complex) and self.kinds[u] != CONST:
-                raise UnsupportedError(
-                    f"{self.path(*self.first[u])} is a complex number; pass it as Const or "
-                    "split it into real and imaginary parts."
+                    f"{self.path(*self.first[u])} is complex ({describe(leaf)}); adswitch "
+                    "differentiates real functions of real inputs. Split it into real and "
+                    "imaginary parts, or pass it as Const."
                 )
 
     def check_overlap(self, engine: Backend) -> None:

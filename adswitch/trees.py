@@ -195,14 +195,6 @@ def _resolve(cls: type) -> _Handler:
     return handler
 
 
-def handler_for(x: Any) -> _Handler:
-    return _HANDLERS.get(type(x)) or _resolve(type(x))
-
-
-def is_leaf(x: Any) -> bool:
-    return handler_for(x) is _LEAF
-
-
 def flatten(tree: Any, leaves: list[Any] | None = None) -> tuple[list[Any], TreeDef]:
     """Flatten ``tree`` into ``(leaves, treedef)``; appends to ``leaves`` when given.
 
