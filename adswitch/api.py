@@ -9,9 +9,9 @@ from typing import Any, NamedTuple
 from adswitch import selection, trees
 from adswitch.errors import ActivityError, OutputError
 from adswitch.leaves import describe, is_float_dtype
-from adswitch.plan import CONST, DUPLICATED, Plan
+from adswitch.plan import CONST, DUPLICATED, PLAIN, Plan
 from adswitch.registry import default_registry
-from adswitch.shadow import float_slot, write
+from adswitch.shadow import write
 from adswitch.spec import Backend, CallInfo
 
 __all__ = ["WithGradient", "gradient", "withgradient"]
@@ -216,9 +216,8 @@ def _results(
             leaf = plan.leaves[u]
             if type(grads[u]) is not type(leaf):
                 grads[u] = type(leaf)(grads[u])
-    if len(plan.args) == 1 and plan.args[0].kind != DUPLICATED and plan.args[0].treedef is None:
-        # one bare array or scalar: the commonest call, kept cheap
-        return (None if plan.args[0].kind == CONST else grads[0],)
+    if len(plan.args) == 1 and plan.args[0].kind == PLAIN and plan.args[0].treedef is None:
+        return (grads[0],)  # one bare array or scalar, the commonest call: kept cheap
     results: list[Any] = []
     for a, p in enumerate(plan.args):
         if p.kind == CONST:
@@ -233,7 +232,7 @@ def _results(
             results.append(entries[0] if p.treedef is None else trees.unflatten(p.treedef, entries))
     # Shadows last: every check has passed and every gradient exists.
     written: set[int] = set()  # a tied parameter has one shadow: add its total once
-    for a, p in enumerate(plan.args):
+    for p in plan.args:
         if p.kind != DUPLICATED:
             continue
         for j, (u, shadow) in enumerate(zip(p.leaf_ids, p.shadow_leaves)):
@@ -241,7 +240,7 @@ def _results(
                 continue
             written.add(u)
             if isinstance(plan.leaves[u], float):
-                container, key, is_attr = float_slot(p.dval, p.treedef, j, plan.path(a, j))
+                container, key, is_attr = p.float_slots[j]  # located by the plan's checks
                 old = 0.0 if zero else (getattr(container, key) if is_attr else container[key])
                 if is_attr:
                     setattr(container, key, old + grads[u])

@@ -32,7 +32,7 @@ class ArgPlan:
     """One positional argument: its activity, structure, and which unique leaf each
     of its leaves is."""
 
-    __slots__ = ("dval", "kind", "leaf_ids", "shadow_leaves", "treedef", "val")
+    __slots__ = ("dval", "float_slots", "kind", "leaf_ids", "shadow_leaves", "treedef", "val")
 
     def __init__(self, kind: int, val: Any, dval: Any, treedef: trees.TreeDef) -> None:
         self.kind = kind
@@ -41,6 +41,8 @@ class ArgPlan:
         self.treedef = treedef
         self.leaf_ids: list[int] = []
         self.shadow_leaves: list[Any] = []
+        # Duplicated only: leaf position -> (container, key, is_attribute) of a Python float
+        self.float_slots: dict[int, tuple[Any, Any, bool]] = {}
 
 
 class Plan:
@@ -174,7 +176,7 @@ class Plan:
             leaf = self.leaves[u]
             check_shadow_leaf(leaf, shadow, self.path(a, j))
             if isinstance(leaf, float):
-                float_slot(plan.dval, shadow_def, j, self.path(a, j))
+                plan.float_slots[j] = float_slot(plan.dval, shadow_def, j, self.path(a, j))
                 continue
             if id(shadow) in value_ids:
                 raise ActivityError(
