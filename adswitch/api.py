@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from adswitch import selection, trees
 from adswitch.errors import ActivityError, OutputError
-from adswitch.leaves import describe, is_float_dtype
+from adswitch.leaves import describe, is_float_dtype, leaf_kind
 from adswitch.plan import CONST, DUPLICATED, PLAIN, Plan
 from adswitch.registry import default_registry
 from adswitch.shadow import write
@@ -68,7 +68,8 @@ def withgradient(
         >>> float(out.val[0]), out.val[1], out.grad[0].tolist(), out.grad[1]
         (11.0, 'aux', [3.0, 4.0], None)
     """
-    return _run(f, args, backend, zero, "withgradient")
+    val, grad = _run(f, args, backend, zero, "withgradient")
+    return WithGradient(val, grad)
 
 
 def gradient(
@@ -84,7 +85,7 @@ def gradient(
         >>> ad.gradient(lambda x: ad.array_namespace(x).sum(x**2), np.array([1.0, 2.0]))
         (array([2., 4.]),)
     """
-    return _run(f, args, backend, zero, "gradient").grad
+    return _run(f, args, backend, zero, "gradient")[1]
 
 
 def _run(
@@ -93,25 +94,25 @@ def _run(
     backend: str | Backend | None,
     zero: bool,
     entry: str,
-) -> WithGradient:
+) -> tuple[Any, tuple[Any, ...]]:
+    """``(f's output, gradients)``; the output is ``None`` for ``entry == "gradient"``."""
     if not callable(f):
         raise ActivityError(
             f"the function to differentiate must come first; got {describe(f)}. "
             "Call ad.gradient(f, *args)."
         )
-    registry = default_registry()
     plan = Plan(args)
-    engine = selection.select(backend, plan.leaves, registry)
+    engine = selection.select(backend, plan.leaves, default_registry())
     plan.check_overlap(engine)
     calls = selection.current_calls.get()
-    if calls and any(p.kind == DUPLICATED for p in plan.args):
+    if calls and plan.has_duplicated:
         raise ActivityError(
             "Duplicated is not allowed inside a function that is itself being differentiated: "
             "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
             "use the returned gradient."
         )
     cache_key = plan.cache_key(f) if engine.capabilities.compiles else None
-    info = CallInfo(depth=len(calls), cache_key=cache_key, entry=entry, func=f)
+    info = CallInfo(len(calls), cache_key, entry, f)
     fn, output_def = _loss_function(f, plan, cache_key)
 
     token = selection.current_calls.set((*calls, engine))
@@ -120,8 +121,10 @@ def _run(
     finally:
         selection.current_calls.reset(token)
 
-    val = trees.unflatten(output_def(), out_leaves)
-    return WithGradient(val, _results(plan, engine, grads, zero, not calls))
+    # ad.gradient discards the value: it is not rebuilt (nor, for a compiled program that
+    # skipped f, looked up).
+    val = None if entry == "gradient" else trees.unflatten(output_def(), out_leaves)
+    return val, _results(plan, engine, grads, zero, not calls)
 
 
 def _loss_function(
@@ -131,15 +134,22 @@ def _loss_function(
     structure seen by its last run."""
     arg_plans = plan.args
     seen: list[trees.TreeDef] = []
+    # Arguments that are single leaves need no rebuilding: just their leaves' positions.
+    bare = [p.leaf_ids[0] for p in arg_plans if p.treedef is None]
+    positions = bare if len(bare) == len(arg_plans) else None
 
     def fn(values: Any) -> tuple[Any, list[Any]]:
-        rebuilt = [
-            values[p.leaf_ids[0]]
-            if p.treedef is None
-            else trees.unflatten(p.treedef, [values[u] for u in p.leaf_ids])
-            for p in arg_plans
-        ]
-        out = f(*rebuilt)
+        if positions is not None:
+            out = f(*[values[u] for u in positions])
+        else:
+            out = f(
+                *[
+                    values[p.leaf_ids[0]]
+                    if p.treedef is None
+                    else trees.unflatten(p.treedef, [values[u] for u in p.leaf_ids])
+                    for p in arg_plans
+                ]
+            )
         loss = _loss_of(out)
         out_leaves, out_def = trees.flatten(out)
         seen.append(out_def)
@@ -168,6 +178,8 @@ def _loss_function(
 
 def _loss_of(out: Any) -> Any:
     """The differentiated part of ``f``'s output, checked to be a real scalar."""
+    if leaf_kind(out) == "f" and (isinstance(out, float) or out.shape == ()):
+        return out  # the commonest output, a bare floating scalar: nothing else to check
     loss = out
     if isinstance(out, (tuple, list)):
         if not out:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import types
 from typing import Any
 
 import numpy as np
@@ -52,9 +53,31 @@ def is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (float, int))
 
 
+# Leaf types whose kind never depends on the value (Python scalars), and array types
+# seen before (their kind is their dtype's): one dict lookup instead of isinstance chains.
+_KIND_OF_SCALAR_TYPE: dict[type, str] = {
+    float: "f",
+    complex: "c",
+    bool: "o",
+    int: "o",
+    str: "o",
+    bytes: "o",
+    type(None): "o",
+}
+_ARRAY_TYPES: set[type] = {np.ndarray}
+
+
 def leaf_kind(x: Any) -> str:
     """``"f"`` differentiable (a floating array or a Python float, numpy float scalars
     included), ``"c"`` complex, ``"o"`` anything else."""
+    cls = type(x)
+    if cls in _ARRAY_TYPES:
+        dtype = x.dtype
+        kind = _KIND_OF_DTYPE.get(dtype)
+        return kind if kind is not None else dtype_kind(dtype)
+    kind = _KIND_OF_SCALAR_TYPE.get(cls)
+    if kind is not None:
+        return kind
     if isinstance(x, float):
         return "f"
     if isinstance(x, complex):
@@ -64,7 +87,16 @@ def leaf_kind(x: Any) -> str:
     dtype = getattr(x, "dtype", None)
     if dtype is None or not hasattr(x, "shape"):
         return "o"
+    if _is_engine_array(cls):
+        _ARRAY_TYPES.add(cls)  # every instance has a dtype: skip the probing next time
     return dtype_kind(dtype)
+
+
+def _is_engine_array(cls: type) -> bool:
+    # Array types (torch.Tensor, jax's ArrayImpl and tracers, the tape's tracer) define
+    # dtype on the class, as a property or a C getter: every instance has one. An object
+    # with a dtype attribute of its own is probed each time instead.
+    return isinstance(getattr(cls, "dtype", None), (property, types.GetSetDescriptorType))
 
 
 def is_differentiable(x: Any) -> bool:

@@ -27,6 +27,26 @@ PLAIN, CONST, DUPLICATED = 0, 1, 2
 _KIND_NAMES = ("plain", "Const", "Duplicated")
 _SCALAR_TYPES = (float, int, bool, str, bytes, complex, type(None))
 
+# What a leaf's type says about it, looked up once per type (isinstance against tuples is
+# slow on engine array types with metaclasses).
+_SCALAR = 1  # a Python scalar: a value, never a tied parameter
+_SCALAR_RESULT = 2  # a float or numpy scalar: its gradient is given back as its own type
+_PYTHON_FLOAT = 4  # float or a subclass: no memory to overlap with
+_ROLES: dict[type, int] = {}
+
+
+def _roles_of(cls: type) -> int:
+    roles = (
+        (_SCALAR if issubclass(cls, _SCALAR_TYPES) else 0)
+        | (_SCALAR_RESULT if issubclass(cls, (float, np.generic)) else 0)
+        | (_PYTHON_FLOAT if issubclass(cls, float) else 0)
+    )
+    _ROLES[cls] = roles
+    return roles
+
+
+_NONE: dict[int, tuple[Any, Any, bool]] = {}  # shared by non-Duplicated arguments; never written
+
 
 class ArgPlan:
     """One positional argument: its activity, structure, and which unique leaf each
@@ -40,13 +60,26 @@ class ArgPlan:
         self.dval = dval
         self.treedef = treedef
         self.leaf_ids: list[int] = []
-        self.shadow_leaves: list[Any] = []
+        self.shadow_leaves: Sequence[Any] = ()  # Duplicated only, set by the shadow check
         # Duplicated only: leaf position -> (container, key, is_attribute) of a Python float
-        self.float_slots: dict[int, tuple[Any, Any, bool]] = {}
+        self.float_slots: dict[int, tuple[Any, Any, bool]] = {} if kind == DUPLICATED else _NONE
 
 
 class Plan:
     """Everything the front end knows about a call before the engine runs."""
+
+    __slots__ = (
+        "_owner_of_shadow",
+        "_shadow_of",
+        "active",
+        "args",
+        "first",
+        "has_duplicated",
+        "kinds",
+        "leaves",
+        "n_active_arrays",
+        "scalar_leaves",
+    )
 
     def __init__(self, args: Sequence[Any]) -> None:
         self.args: list[ArgPlan] = []
@@ -56,14 +89,20 @@ class Plan:
         self.first: list[tuple[int, int]] = []
         self.kinds: list[int] = []  # activity of the argument of the first occurrence
         self.scalar_leaves: list[int] = []  # active Python floats and numpy scalars
+        self.has_duplicated = False
+        self.n_active_arrays = 0  # active leaves that are not Python floats
         index_of: dict[int, int] = {}
-        # across all Duplicated arguments: unique leaf -> id of its shadow, and back
-        self._shadow_of: dict[int, int] = {}
-        self._owner_of_shadow: dict[int, int] = {}
         leaves, active, first, kinds = self.leaves, self.active, self.first, self.kinds
         complex_seen = False
+        n_active_arrays = 0
         for a, arg in enumerate(args):
-            kind, val, dval = self._unwrap(a, arg)
+            arg_type = type(arg)
+            if arg_type is Const:
+                kind, val, dval = CONST, arg.val, None
+            elif arg_type is np.ndarray or _ROLES.get(arg_type, 0) & _SCALAR:
+                kind, val, dval = PLAIN, arg, None
+            else:
+                kind, val, dval = self._unwrap(a, arg)
             if type(val) is np.ndarray:  # a bare array: nothing to walk
                 flat, treedef = [val], None
             else:
@@ -72,38 +111,46 @@ class Plan:
             self.args.append(plan)
             ids = plan.leaf_ids
             for j, leaf in enumerate(flat):
+                leaf_type = type(leaf)
+                roles = _ROLES.get(leaf_type)
+                if roles is None:
+                    roles = _roles_of(leaf_type)
                 # Python scalars are values, not parameters: never tied, whatever their id.
-                scalar = isinstance(leaf, _SCALAR_TYPES)
-                u = -1 if scalar else index_of.get(id(leaf), -1)
+                u = -1 if roles & _SCALAR else index_of.get(id(leaf), -1)
                 if u < 0:
                     u = len(leaves)
-                    if not scalar:
+                    if not roles & _SCALAR:
                         index_of[id(leaf)] = u
                     leaves.append(leaf)
-                    if kind == CONST:
-                        active.append(False)
-                    elif type(leaf) is np.ndarray:  # the common case, kept cheap
-                        numpy_kind = leaf.dtype.kind
-                        active.append(numpy_kind == "f")
-                        complex_seen = complex_seen or numpy_kind == "c"
-                    else:
-                        kind_of_leaf = leaf_kind(leaf)
-                        active.append(kind_of_leaf == "f")
-                        if kind_of_leaf == "f" and isinstance(leaf, (float, np.generic)):
+                    kind_of_leaf = leaf_kind(leaf)
+                    is_active = kind != CONST and kind_of_leaf == "f"
+                    active.append(is_active)
+                    if is_active:
+                        if roles & _SCALAR_RESULT:
                             self.scalar_leaves.append(u)
-                        complex_seen = complex_seen or kind_of_leaf == "c"
+                        if not roles & _PYTHON_FLOAT:
+                            n_active_arrays += 1
+                    elif kind != CONST and kind_of_leaf == "c":
+                        complex_seen = True
                     first.append((a, j))
                     kinds.append(kind)
                 elif kinds[u] != kind and is_differentiable(leaf):
                     self._tie_conflict(u, a, j, kind)
                 ids.append(u)
+            if kind == DUPLICATED:
+                self.has_duplicated = True
+        self.n_active_arrays = n_active_arrays
         if complex_seen:
             self._check_complex()
-        if not any(active):
+        if not n_active_arrays and not any(active):
             self._nothing_active(args)
-        for a, plan in enumerate(self.args):
-            if plan.kind == DUPLICATED:
-                self._check_shadow(a, plan)
+        if self.has_duplicated:
+            # across all Duplicated arguments: unique leaf -> id of its shadow, and back
+            self._shadow_of: dict[int, int] = {}
+            self._owner_of_shadow: dict[int, int] = {}
+            for a, plan in enumerate(self.args):
+                if plan.kind == DUPLICATED:
+                    self._check_shadow(a, plan)
 
     # -- unwrapping ---------------------------------------------------------------------
     @staticmethod
@@ -209,6 +256,8 @@ class Plan:
 
     def check_overlap(self, engine: Backend) -> None:
         """Distinct active arrays must not share memory (a view and its base)."""
+        if self.n_active_arrays < 2:
+            return
         groups: dict[int, list[int]] = {}
         for u, leaf in enumerate(self.leaves):
             if self.active[u] and not isinstance(leaf, float):
