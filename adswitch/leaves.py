@@ -50,6 +50,8 @@ def is_complex_dtype(dtype: Any) -> bool:
 
 def is_array(x: Any) -> bool:
     """An array of any kind (numpy, engine arrays, traced values), not a Python scalar."""
+    if type(x) in _ARRAY_TYPES:
+        return True
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (float, int))
 
 

@@ -293,15 +293,18 @@ class Plan:
     def cache_key(self, f: Any) -> Hashable | None:
         """Equal for calls of the same ``f`` on the same structure, ties, activity and
         non-array leaf values; ``None`` when something is unhashable."""
+        active, leaves = self.active, self.leaves
         static = tuple(
-            (u, type(leaf), leaf)
-            for u, leaf in enumerate(self.leaves)
-            if not self.active[u] and not is_array(leaf)
+            [
+                (u, type(leaves[u]), leaves[u])
+                for u in range(len(leaves))
+                if not active[u] and not is_array(leaves[u])
+            ]
         )
         key = (
             f,
-            tuple((p.kind, p.treedef, tuple(p.leaf_ids)) for p in self.args),
-            tuple(self.active),
+            tuple([(p.kind, p.treedef, tuple(p.leaf_ids)) for p in self.args]),
+            tuple(active),
             static,
         )
         try:

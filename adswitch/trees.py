@@ -219,7 +219,14 @@ def flatten(tree: Any, leaves: list[Any] | None = None) -> tuple[list[Any], Tree
             append(x)
             return None
         children, aux = handler.flatten(x)
-        return (handler, aux, tuple([rec(c) for c in children]))
+        defs: list[TreeDef] = []
+        for child in children:
+            if handlers.get(type(child)) is _LEAF:  # most children are arrays: no recursion
+                append(child)
+                defs.append(None)
+            else:
+                defs.append(rec(child))
+        return (handler, aux, tuple(defs))
 
     return out, rec(tree)
 

@@ -150,6 +150,47 @@ def test_rebound_global_recompiles() -> None:
     np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], [0.5, -2.0])
 
 
+HELPER_SCALE = 2.0
+
+
+def _scaled_square_sum(x: Any) -> Any:
+    return HELPER_SCALE * ad.array_namespace(x).sum(x**2)
+
+
+def _cubed_sum(x: Any) -> Any:
+    return ad.array_namespace(x).sum(x**3)
+
+
+def test_global_read_by_a_helper_function_recompiles() -> None:
+    # f reads only a helper function; the helper reads the changing global (the guard's
+    # fast path over plain functions must follow it there).
+    global HELPER_SCALE
+
+    def f(x: Any) -> Any:
+        return _scaled_square_sum(x)
+
+    x = np.array([1.0, -2.0])
+    for scale in (2.0, 5.0, 5.0, -1.0):
+        HELPER_SCALE = scale
+        np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], 2 * scale * x)
+
+
+def test_rebound_helper_function_recompiles() -> None:
+    global _scaled_square_sum
+    original = _scaled_square_sum
+
+    def f(x: Any) -> Any:
+        return _scaled_square_sum(x)
+
+    x = np.array([1.0, -2.0])
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], 2 * HELPER_SCALE * x)
+    try:
+        _scaled_square_sum = _cubed_sum
+        np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], 3 * x**2)
+    finally:
+        _scaled_square_sum = original
+
+
 def test_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_engine.CACHE, "maxsize", 2)
     _engine.CACHE.clear()

@@ -95,9 +95,9 @@ def _dispatch(
         t = type(leaf)
         if t is ArrayImpl:
             jax_kind = True
-            dtype = leaf.dtype
-            sig.append((leaf.shape, dtype, leaf.weak_type, leaf.sharding))
-            x64 = x64 or dtype in _WIDE
+            aval = leaf.aval  # shape, dtype and weak type in one cheap, hashable value
+            sig.append((aval, leaf.sharding))
+            x64 = x64 or aval.dtype in _WIDE
             dyn.append(i)
         elif t is np.ndarray:
             dtype = leaf.dtype

@@ -160,15 +160,14 @@ class Guard:
         False
     """
 
-    __slots__ = ("copies", "reads", "shallow", "tokens", "unchecked_bytes")
+    __slots__ = ("copies", "functions", "tokens", "unchecked_bytes")
 
     def __init__(self, func: Any) -> None:
-        # Fast path: a plain function reading only atoms (modules, numbers, names that
-        # are attributes) is checked by comparing what it reads, without the walk.
-        plain = type(func) is types.FunctionType
-        self.reads = _reads(func) if plain else []
-        self.shallow = plain and all(type(v) in _ATOM_TYPES for v in self.reads)
-        tokens, arrays = ([], []) if self.shallow else collect(func)
+        # Fast path: plain functions reading only atoms (modules, numbers, names that are
+        # attributes) and other such functions -- the usual f calling helpers -- are
+        # checked by comparing what each of them reads, without the general walk.
+        self.functions = _function_reads(func)
+        tokens, arrays = ([], []) if self.functions is not None else collect(func)
         # The objects themselves are kept, not their ids: an id freed and reused by a new
         # object cannot fake a match.
         self.tokens = tokens
@@ -179,10 +178,42 @@ class Guard:
 
     def holds(self, func: Any) -> bool:
         """Whether everything recorded is still the same object, with the same values."""
-        if self.shallow:
-            reads = _reads(func)
-            return len(reads) == len(self.reads) and all(map(operator.is_, reads, self.reads))
+        functions = self.functions
+        if functions is not None:
+            # The first entry is func itself; a helper it reads is one of its reads, so
+            # rebinding a helper fails the comparison of its caller's reads.
+            if functions[0][0] is not func:
+                return False
+            for fn, recorded in functions:
+                reads = _reads(fn)
+                if len(reads) != len(recorded) or not all(map(operator.is_, reads, recorded)):
+                    return False
+            return True
         tokens, arrays = collect(func)
         if len(tokens) != len(self.tokens) or not all(map(operator.is_, tokens, self.tokens)):
             return False
         return all(map(_same_values, arrays, self.copies))
+
+
+def _function_reads(func: Any) -> list[tuple[types.FunctionType, list[Any]]] | None:
+    """``[(function, what it reads)]`` for ``func`` and the plain functions it reads,
+    when everything else they read is an atom (within the walk's depth); else ``None``."""
+    if type(func) is not types.FunctionType:
+        return None
+    found: list[tuple[types.FunctionType, list[Any]]] = []
+    pending = [(func, _DEPTH)]
+    seen: set[int] = set()
+    while pending:
+        fn, depth = pending.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        reads = _reads(fn)
+        found.append((fn, reads))
+        for value in reads:
+            if type(value) in _ATOM_TYPES:
+                continue
+            if type(value) is not types.FunctionType or depth <= 1 or len(found) > 32:
+                return None
+            pending.append((value, depth - 1))
+    return found
