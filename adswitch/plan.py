@@ -258,6 +258,16 @@ class Plan:
         """Distinct active arrays must not share memory (a view and its base)."""
         if self.n_active_arrays < 2:
             return
+        active = self.active
+        for u, leaf in enumerate(self.leaves):
+            if not active[u] or isinstance(leaf, float):
+                continue
+            if (
+                leaf.base if type(leaf) is np.ndarray else getattr(leaf, "_base", None)
+            ) is not None:
+                break  # a view: group by memory below
+        else:
+            return  # every active array owns its memory, and they are distinct objects
         groups: dict[int, list[int]] = {}
         for u, leaf in enumerate(self.leaves):
             if self.active[u] and not isinstance(leaf, float):
