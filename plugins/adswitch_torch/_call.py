@@ -6,7 +6,6 @@ path the benchmark's overhead ratios measure."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
@@ -110,12 +109,14 @@ def differentiate(
                 value = seen_by_f
         values[i] = value
 
+    guard = CallGuard(torch, strict)
     try:
-        with ExitStack() as modes:
-            if copy_saved:
-                modes.enter_context(torch.autograd.graph.saved_tensors_hooks(_snapshot, _same))
-            modes.enter_context(CallGuard(torch, strict))
-            loss, out = fn(values)
+        if copy_saved:
+            with torch.autograd.graph.saved_tensors_hooks(_snapshot, _same), guard:
+                loss, out = fn(values)
+        else:
+            with guard:  # (an ExitStack for both cases costs 2 µs of a 45 µs call)
+                loss, out = fn(values)
     except (RuntimeError, TypeError) as exc:
         translated = translate_forward(exc)
         if translated is None:
