@@ -6,7 +6,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
-from adswitch import selection, trees
+from adswitch import keys, selection, trees
 from adswitch.errors import ActivityError, OutputError
 from adswitch.leaves import describe, is_float_dtype, leaf_kind
 from adswitch.plan import CONST, DUPLICATED, PLAIN, Plan
@@ -111,7 +111,7 @@ def _run(
             "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
             "use the returned gradient."
         )
-    cache_key = plan.cache_key(f) if engine.capabilities.compiles else None
+    cache_key = keys.cache_key(plan, f) if engine.capabilities.compiles else None
     info = CallInfo(len(calls), cache_key, entry, f)
     fn, output_def = _loss_function(f, plan, cache_key)
 
@@ -157,7 +157,7 @@ def _loss_function(
             out_leaves, out_def = trees.flatten(out)
         seen.append(out_def)
         if cache_key is not None:
-            output_key = (cache_key, plan.signature())
+            output_key = (cache_key, keys.signature(plan))
             _OUTPUT_DEFS[output_key] = out_def
             _OUTPUT_DEFS.move_to_end(output_key)
             if len(_OUTPUT_DEFS) > _OUTPUT_DEFS_MAX:
@@ -170,7 +170,7 @@ def _loss_function(
         # A compiled program ran without calling fn. The output structure may depend on
         # shapes, so it is remembered per cache key *and* leaf signature (computed only
         # here and when fn runs: off the hot path of other engines).
-        output_key = None if cache_key is None else (cache_key, plan.signature())
+        output_key = None if cache_key is None else (cache_key, keys.signature(plan))
         if output_key is not None and output_key in _OUTPUT_DEFS:
             _OUTPUT_DEFS.move_to_end(output_key)  # least recently used goes first
             return _OUTPUT_DEFS[output_key]

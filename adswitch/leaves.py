@@ -118,6 +118,27 @@ def memory_root(x: Any) -> Any:
     return x
 
 
+SCALAR_TYPES = (float, int, bool, str, bytes, complex, type(None))
+
+# What a leaf's type says about it, looked up once per type (isinstance against tuples is
+# slow on engine array types with metaclasses).
+SCALAR = 1  # a Python scalar: a value, never a tied parameter
+SCALAR_RESULT = 2  # a float or numpy scalar: its gradient is given back as its own type
+PYTHON_FLOAT = 4  # float or a subclass: no memory to overlap with
+ROLES: dict[type, int] = {}
+
+
+def roles_of(cls: type) -> int:
+    """The role bits of leaves of type ``cls`` (cached in ``ROLES``)."""
+    roles = (
+        (SCALAR if issubclass(cls, SCALAR_TYPES) else 0)
+        | (SCALAR_RESULT if issubclass(cls, (float, np.generic)) else 0)
+        | (PYTHON_FLOAT if issubclass(cls, float) else 0)
+    )
+    ROLES[cls] = roles
+    return roles
+
+
 def describe(x: Any) -> str:
     """A short description of a value for error messages."""
     shape = getattr(x, "shape", None)

@@ -9,7 +9,7 @@ by key path and says the fix.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,19 @@ import numpy as np
 from adswitch import trees
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.errors import ActivityError, AliasingError, UnsupportedError
-from adswitch.leaves import describe, is_array, is_differentiable, leaf_kind, memory_root
+from adswitch.leaves import (
+    PYTHON_FLOAT,
+    ROLES,
+    SCALAR,
+    SCALAR_RESULT,
+    SCALAR_TYPES,
+    describe,
+    is_array,
+    is_differentiable,
+    leaf_kind,
+    memory_root,
+    roles_of,
+)
 from adswitch.shadow import check_shadow_leaf, float_slot
 from adswitch.spec import Backend
 
@@ -25,25 +37,6 @@ __all__ = ["Plan", "PLAIN", "CONST", "DUPLICATED"]
 
 PLAIN, CONST, DUPLICATED = 0, 1, 2
 _KIND_NAMES = ("plain", "Const", "Duplicated")
-_SCALAR_TYPES = (float, int, bool, str, bytes, complex, type(None))
-
-# What a leaf's type says about it, looked up once per type (isinstance against tuples is
-# slow on engine array types with metaclasses).
-_SCALAR = 1  # a Python scalar: a value, never a tied parameter
-_SCALAR_RESULT = 2  # a float or numpy scalar: its gradient is given back as its own type
-_PYTHON_FLOAT = 4  # float or a subclass: no memory to overlap with
-_ROLES: dict[type, int] = {}
-
-
-def _roles_of(cls: type) -> int:
-    roles = (
-        (_SCALAR if issubclass(cls, _SCALAR_TYPES) else 0)
-        | (_SCALAR_RESULT if issubclass(cls, (float, np.generic)) else 0)
-        | (_PYTHON_FLOAT if issubclass(cls, float) else 0)
-    )
-    _ROLES[cls] = roles
-    return roles
-
 
 _NONE: dict[int, tuple[Any, Any, bool]] = {}  # shared by non-Duplicated arguments; never written
 
@@ -99,7 +92,7 @@ class Plan:
             arg_type = type(arg)
             if arg_type is Const:
                 kind, val, dval = CONST, arg.val, None
-            elif arg_type is np.ndarray or _ROLES.get(arg_type, 0) & _SCALAR:
+            elif arg_type is np.ndarray or ROLES.get(arg_type, 0) & SCALAR:
                 kind, val, dval = PLAIN, arg, None
             else:
                 kind, val, dval = self._unwrap(a, arg)
@@ -112,23 +105,23 @@ class Plan:
             ids = plan.leaf_ids
             for j, leaf in enumerate(flat):
                 leaf_type = type(leaf)
-                roles = _ROLES.get(leaf_type)
+                roles = ROLES.get(leaf_type)
                 if roles is None:
-                    roles = _roles_of(leaf_type)
+                    roles = roles_of(leaf_type)
                 # Python scalars are values, not parameters: never tied, whatever their id.
-                u = -1 if roles & _SCALAR else index_of.get(id(leaf), -1)
+                u = -1 if roles & SCALAR else index_of.get(id(leaf), -1)
                 if u < 0:
                     u = len(leaves)
-                    if not roles & _SCALAR:
+                    if not roles & SCALAR:
                         index_of[id(leaf)] = u
                     leaves.append(leaf)
                     kind_of_leaf = leaf_kind(leaf)
                     is_active = kind != CONST and kind_of_leaf == "f"
                     active.append(is_active)
                     if is_active:
-                        if roles & _SCALAR_RESULT:
+                        if roles & SCALAR_RESULT:
                             self.scalar_leaves.append(u)
-                        if not roles & _PYTHON_FLOAT:
+                        if not roles & PYTHON_FLOAT:
                             n_active_arrays += 1
                     elif kind != CONST and kind_of_leaf == "c":
                         complex_seen = True
@@ -216,7 +209,7 @@ class Plan:
             )
         owner_of_shadow = self._owner_of_shadow
         shadow_of = self._shadow_of
-        value_ids = {id(leaf) for leaf in self.leaves if not isinstance(leaf, _SCALAR_TYPES)}
+        value_ids = {id(leaf) for leaf in self.leaves if not isinstance(leaf, SCALAR_TYPES)}
         for j, (u, shadow) in enumerate(zip(plan.leaf_ids, shadow_leaves)):
             if not self.active[u]:
                 continue
@@ -292,33 +285,3 @@ class Plan:
             "that share memory (a view and its base), so a gradient for each is ambiguous. "
             "Pass the base array once and take the view inside f, or pass a copy (x.copy())."
         )
-
-    # -- for compiling engines ------------------------------------------------------------
-    def signature(self) -> tuple[Any, ...]:
-        """Shapes and dtypes of the array leaves: what a compiled program is specialised to."""
-        return tuple(
-            (tuple(leaf.shape), leaf.dtype) if is_array(leaf) else None for leaf in self.leaves
-        )
-
-    def cache_key(self, f: Any) -> Hashable | None:
-        """Equal for calls of the same ``f`` on the same structure, ties, activity and
-        non-array leaf values; ``None`` when something is unhashable."""
-        active, leaves = self.active, self.leaves
-        static = tuple(
-            [
-                (u, type(leaves[u]), leaves[u])
-                for u in range(len(leaves))
-                if not active[u] and not is_array(leaves[u])
-            ]
-        )
-        key = (
-            f,
-            tuple([(p.kind, p.treedef, tuple(p.leaf_ids)) for p in self.args]),
-            tuple(active),
-            static,
-        )
-        try:
-            hash(key)
-        except TypeError:
-            return None
-        return key

@@ -1,0 +1,52 @@
+"""Keys for engines that compile (``Capabilities.compiles``): what a compiled program
+is specialised to, so that a cached program is reused exactly when it still applies."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from adswitch.leaves import is_array
+from adswitch.plan import Plan
+
+__all__ = ["cache_key", "signature"]
+
+
+def signature(plan: Plan) -> tuple[Any, ...]:
+    """Shapes and dtypes of the array leaves: what a compiled program is specialised to."""
+    return tuple(
+        (tuple(leaf.shape), leaf.dtype) if is_array(leaf) else None for leaf in plan.leaves
+    )
+
+
+def cache_key(plan: Plan, f: Any) -> Hashable | None:
+    """Equal for calls of the same ``f`` on the same structure, ties, activity and
+    non-array leaf values; ``None`` when something is unhashable.
+
+    Example:
+        >>> import numpy as np, adswitch as ad
+        >>> key = cache_key(Plan((np.ones(2), ad.Const(3))), len)
+        >>> key == cache_key(Plan((np.zeros(5), ad.Const(3))), len)  # values, shapes: no
+        True
+        >>> key == cache_key(Plan((np.ones(2), ad.Const(4))), len)  # constants: yes
+        False
+    """
+    active, leaves = plan.active, plan.leaves
+    static = tuple(
+        [
+            (u, type(leaves[u]), leaves[u])
+            for u in range(len(leaves))
+            if not active[u] and not is_array(leaves[u])
+        ]
+    )
+    key = (
+        f,
+        tuple([(p.kind, p.treedef, tuple(p.leaf_ids)) for p in plan.args]),
+        tuple(active),
+        static,
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
