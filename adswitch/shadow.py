@@ -72,31 +72,7 @@ def float_slot(tree: Any, treedef: trees.TreeDef, index: int, path: str) -> tupl
     Python float there can be replaced; ``ActivityError`` if the container is immutable."""
     counter = [0]
     found: list[tuple[Any, Any, bool] | None] = []
-
-    def rec(node: Any, td: trees.TreeDef, parent: tuple[Any, Any, bool] | None) -> None:
-        if found:
-            return
-        if td is None:
-            if counter[0] == index:
-                found.append(parent)
-            counter[0] += 1
-            return
-        handler, _, children = td
-        kids, _ = handler.flatten(node)
-        for child, child_td, slot in zip(kids, children, _child_keys(node, len(children))):
-            rec(child, child_td, slot)
-
-    def _child_keys(node: Any, n: int) -> list[tuple[Any, Any, bool] | None]:
-        if isinstance(node, dict):
-            return [(node, k, False) for k in node]
-        if isinstance(node, list):
-            return [(node, i, False) for i in range(n)]
-        params = getattr(node, "__dataclass_params__", None)
-        if dataclasses.is_dataclass(node) and params is not None and not params.frozen:
-            return [(node, f.name, True) for f in dataclasses.fields(node)]
-        return [None] * n
-
-    rec(tree, treedef, None)
+    _find_slot(tree, treedef, None, index, counter, found)
     slot = found[0] if found else None
     if slot is None:
         raise ActivityError(
@@ -105,6 +81,38 @@ def float_slot(tree: Any, treedef: trees.TreeDef, index: int, path: str) -> tupl
             "array (np.asarray(value)), or pass it in a plain argument to get its gradient back."
         )
     return slot
+
+
+def _find_slot(
+    node: Any,
+    td: trees.TreeDef,
+    parent: tuple[Any, Any, bool] | None,
+    index: int,
+    counter: list[int],
+    found: list[tuple[Any, Any, bool] | None],
+) -> None:
+    if found:
+        return
+    if td is None:
+        if counter[0] == index:
+            found.append(parent)
+        counter[0] += 1
+        return
+    handler, _, children = td
+    kids, _ = handler.flatten(node)
+    for child, child_td, slot in zip(kids, children, _child_keys(node, len(children))):
+        _find_slot(child, child_td, slot, index, counter, found)
+
+
+def _child_keys(node: Any, n: int) -> list[tuple[Any, Any, bool] | None]:
+    if isinstance(node, dict):
+        return [(node, k, False) for k in node]
+    if isinstance(node, list):
+        return [(node, i, False) for i in range(n)]
+    params = getattr(node, "__dataclass_params__", None)
+    if dataclasses.is_dataclass(node) and params is not None and not params.frozen:
+        return [(node, f.name, True) for f in dataclasses.fields(node)]
+    return [None] * n
 
 
 def check_shadow_leaf(val: Any, shadow: Any, path: str) -> None:

@@ -207,59 +207,59 @@ def flatten(tree: Any, leaves: list[Any] | None = None) -> tuple[list[Any], Tree
         {'a': 10.0, 'b': (20, [30.0])}
     """
     out: list[Any] = [] if leaves is None else leaves
-    handlers = _HANDLERS
-    if (handlers.get(type(tree)) or _resolve(type(tree))) is _LEAF:  # a bare leaf, e.g. a loss
+    if (_HANDLERS.get(type(tree)) or _resolve(type(tree))) is _LEAF:  # a bare leaf, e.g. a loss
         out.append(tree)
         return out, None
-    append = out.append
+    return out, _flatten_into(tree, out.append)
 
-    def rec(x: Any) -> TreeDef:
-        handler = handlers.get(type(x)) or _resolve(type(x))
-        if handler is _LEAF:
-            append(x)
-            return None
-        children, aux = handler.flatten(x)
-        defs: list[TreeDef] = []
-        for child in children:
-            if handlers.get(type(child)) is _LEAF:  # most children are arrays: no recursion
-                append(child)
-                defs.append(None)
-            else:
-                defs.append(rec(child))
-        return (handler, aux, tuple(defs))
 
-    return out, rec(tree)
+# The walkers recurse through module-level functions, not closures: a closure that calls
+# itself is a reference cycle, which would keep the leaves list (the caller's arrays, the
+# gradients) alive until the garbage collector happens to run.
+def _flatten_into(x: Any, append: Callable[[Any], None]) -> TreeDef:
+    handler = _HANDLERS.get(type(x)) or _resolve(type(x))
+    if handler is _LEAF:
+        append(x)
+        return None
+    children, aux = handler.flatten(x)
+    defs: list[TreeDef] = []
+    for child in children:
+        if _HANDLERS.get(type(child)) is _LEAF:  # most children are arrays: no recursion
+            append(child)
+            defs.append(None)
+        else:
+            defs.append(_flatten_into(child, append))
+    return (handler, aux, tuple(defs))
 
 
 def unflatten(treedef: TreeDef, leaves: Sequence[Any] | Iterator[Any]) -> Any:
     """Rebuild a tree of ``treedef``'s structure from ``leaves`` (in flatten order)."""
     if treedef is None and isinstance(leaves, (list, tuple)):
         return leaves[0]  # a bare leaf, e.g. a scalar loss
-    it = iter(leaves)
+    return _unflatten_from(treedef, iter(leaves))
 
-    def rec(td: TreeDef) -> Any:
-        if td is None:
-            return next(it)
-        handler, aux, children = td
-        return handler.unflatten(aux, [rec(c) for c in children])
 
-    return rec(treedef)
+def _unflatten_from(td: TreeDef, it: Iterator[Any]) -> Any:
+    if td is None:
+        return next(it)
+    handler, aux, children = td
+    return handler.unflatten(aux, [_unflatten_from(c, it) for c in children])
 
 
 def leaf_paths(treedef: TreeDef, root: str) -> list[str]:
     """Key paths of every leaf, e.g. ``args[1].layers[0].W``, in flatten order."""
     paths: list[str] = []
-
-    def rec(td: TreeDef, prefix: str) -> None:
-        if td is None:
-            paths.append(prefix)
-            return
-        handler, aux, children = td
-        for key, child in zip(handler.keys(aux, len(children)), children):
-            rec(child, prefix + key)
-
-    rec(treedef, root)
+    _collect_paths(treedef, root, paths)
     return paths
+
+
+def _collect_paths(td: TreeDef, prefix: str, paths: list[str]) -> None:
+    if td is None:
+        paths.append(prefix)
+        return
+    handler, aux, children = td
+    for key, child in zip(handler.keys(aux, len(children)), children):
+        _collect_paths(child, prefix + key, paths)
 
 
 def leaf_path(treedef: TreeDef, root: str, index: int) -> str:
@@ -269,23 +269,24 @@ def leaf_path(treedef: TreeDef, root: str, index: int) -> str:
 
 def describe_mismatch(a: TreeDef, b: TreeDef, root: str) -> str:
     """Where two treedefs first differ, as a key path and what each holds there."""
+    return _first_mismatch(a, b, root, root) or root
 
-    def kind(td: TreeDef) -> str:
-        if td is None:
-            return "a leaf"
-        handler, aux, children = td
-        keys = handler.keys(aux, len(children))
-        return f"{handler.name} with children {keys}"
 
-    def rec(x: TreeDef, y: TreeDef, prefix: str) -> str | None:
-        if x == y:
-            return None
-        if x is None or y is None or x[0] is not y[0] or x[1] != y[1] or len(x[2]) != len(y[2]):
-            return f"{prefix or root}: {kind(x)} in val, {kind(y)} in dval"
-        for key, cx, cy in zip(x[0].keys(x[1], len(x[2])), x[2], y[2]):
-            found = rec(cx, cy, prefix + key)
-            if found:
-                return found
+def _node_kind(td: TreeDef) -> str:
+    if td is None:
+        return "a leaf"
+    handler, aux, children = td
+    keys = handler.keys(aux, len(children))
+    return f"{handler.name} with children {keys}"
+
+
+def _first_mismatch(x: TreeDef, y: TreeDef, prefix: str, root: str) -> str | None:
+    if x == y:
         return None
-
-    return rec(a, b, root) or root
+    if x is None or y is None or x[0] is not y[0] or x[1] != y[1] or len(x[2]) != len(y[2]):
+        return f"{prefix or root}: {_node_kind(x)} in val, {_node_kind(y)} in dval"
+    for key, cx, cy in zip(x[0].keys(x[1], len(x[2])), x[2], y[2]):
+        found = _first_mismatch(cx, cy, prefix + key, root)
+        if found:
+            return found
+    return None

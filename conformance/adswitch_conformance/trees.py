@@ -159,15 +159,15 @@ def unflatten_like(tree: Any, new_leaves: list[Any]) -> Any:
         >>> unflatten_like([1, {"a": 2}], [5, 6])
         [5, {'a': 6}]
     """
-    feed = iter(new_leaves)
+    return _rebuild_from(tree, iter(new_leaves))
 
-    def walk(node: Any) -> Any:
-        kids = children(node)
-        if kids is None:
-            return next(feed)
-        return rebuild(node, [walk(kid) for _, kid in kids])
 
-    return walk(tree)
+def _rebuild_from(node: Any, feed: Any) -> Any:
+    # Module-level recursion: a self-calling closure would be a reference cycle.
+    kids = children(node)
+    if kids is None:
+        return next(feed)
+    return rebuild(node, [_rebuild_from(kid, feed) for _, kid in kids])
 
 
 def map_unique(fn: Callable[[Any], Any], tree: Any) -> Any:

@@ -65,6 +65,15 @@ def unbroadcast_to(g: Any, shape: tuple[int, ...]) -> Any:
     gshape = _shape(g)
     if gshape == shape:
         return g
+    if (
+        type(g) is np.ndarray
+        and len(gshape) == 2
+        and shape == gshape[1:]
+        and g.size >= IN_PLACE_FROM
+        and g.dtype in _BLAS_DTYPES
+        and g.flags.c_contiguous
+    ):  # top level, a bias's gradient (rows summed): BLAS's vector-matrix product
+        return np.ones(gshape[0], dtype=g.dtype) @ g  # is twice as fast as add.reduce
     lead = len(gshape) - len(shape)
     if lead:
         g = P.sum(g, axis=tuple(range(lead)))
@@ -72,6 +81,9 @@ def unbroadcast_to(g: Any, shape: tuple[int, ...]) -> Any:
     if axes:
         g = P.sum(g, axis=axes, keepdims=True)
     return g
+
+
+_BLAS_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 
 
 # Below IN_PLACE_FROM elements numpy's temporaries cost less than the checks that avoid
@@ -282,6 +294,10 @@ def _matmul_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
         return unbroadcast(_uncol(P.matmul(y, _col(g))), x)
     if yd == 1:  # (..., n, k) @ (k,) -> (..., n)
         return unbroadcast(_col(g) * y, x)
+    if type(g) is np.ndarray and type(y) is np.ndarray and g.shape[-1] == 1:
+        # top level, (..., n, k) @ (..., k, 1): an outer product, which a broadcast
+        # multiply computes twice as fast as matmul -- the same products, bit for bit
+        return unbroadcast(np.multiply(g, y.swapaxes(-1, -2)), x)
     return unbroadcast(P.matmul(g, P.matrix_transpose(y)), x)
 
 
@@ -293,6 +309,9 @@ def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
         return unbroadcast(_col(x) * P.reshape(g, shape=(*_shape(g)[:-1], 1, -1)), y)
     if yd == 1:
         return unbroadcast(_uncol(P.matmul(P.matrix_transpose(x), _col(g))), y)
+    if type(g) is np.ndarray and type(x) is np.ndarray and g.shape[-2] == 1:
+        # top level, (..., 1, k) @ (..., k, m): an outer product (see ``_matmul_x``)
+        return unbroadcast(np.multiply(x.swapaxes(-1, -2), g), y)
     return unbroadcast(P.matmul(P.matrix_transpose(x), g), y)
 
 
