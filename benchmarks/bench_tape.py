@@ -4,8 +4,10 @@ Run: ``python benchmarks/bench_tape.py``. Prints a Markdown table: per workload 
 median of ``ad.gradient(..., backend="tape")`` (the front end's overhead included), the
 median of ``autograd.grad`` called directly on the same computation written with
 ``autograd.numpy``, their ratio and its target; for chain and mlp also the ratio to the
-numpy forward pass. Then the peak memory (tracemalloc) of one mlp gradient for both.
-All medians of one workload are measured side by side in one run (``timing.compare``).
+numpy forward pass. Then the same table once more with glibc keeping its free heap
+(``mallopt(M_TOP_PAD)`` in this process; ``--default-only`` skips it), and the peak
+memory (tracemalloc) of one mlp gradient for both. All medians of one workload are
+measured side by side in one run (``timing.compare``).
 
 BLAS runs on one thread unless the environment says otherwise: on this shared 2-core
 machine multi-threaded matrix products stalled 30-fold (the mlp took 78 ms instead of
@@ -16,6 +18,7 @@ stay comparable; set ``OPENBLAS_NUM_THREADS`` to measure with threads on a quiet
 # ruff: noqa: E402  (BLAS threads are set before numpy is imported)
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import sys
@@ -83,8 +86,19 @@ def _peak_bytes(fn: Callable[[], Any]) -> int:
     return peak
 
 
-def main() -> None:
-    direct = autograd_versions()
+def keep_heap(pad_bytes: int = 64 * 2**20) -> bool:
+    """Ask glibc to keep ``pad_bytes`` of free heap instead of returning it to the OS after
+    every call (``mallopt(M_TOP_PAD)``, what ``MALLOC_TOP_PAD_`` sets at start-up). For
+    this process only -- the benchmark's, never the library's. False where not glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(-2, pad_bytes))  # M_TOP_PAD is -2 in <malloc.h>
+    except (OSError, AttributeError):
+        return False
+
+
+def table(direct: dict[str, Callable[..., Any]]) -> None:
+    """One run of every workload: tape against autograd and the numpy forward pass."""
     rows = []
     for name, (loss, make_args) in WORKLOADS.items():
         args = make_args(np.random.default_rng(0))
@@ -111,6 +125,19 @@ def main() -> None:
         rows.append(row)
     header = ["workload", "tape", "autograd", "tape/autograd", "target", "tape/numpy forward"]
     print_table(header, rows)
+
+
+def main() -> None:
+    direct = autograd_versions()
+    print("C allocator as configured (glibc defaults unless MALLOC_* is set):\n")
+    table(direct)
+    if "--default-only" not in sys.argv and keep_heap():
+        # The mlp's gradient needs about 1.3 MiB at its peak; glibc returns the top of the
+        # heap to the OS after each call and the next call page-faults it back (~350
+        # faults, measured 1.6 ms of system time per call -- hand-written numpy pays it
+        # too). The same run with the memory kept shows what the code itself costs.
+        print("\nSame, with glibc keeping 64 MiB of free heap (mallopt(M_TOP_PAD)):\n")
+        table(direct)
 
     params, x, t = WORKLOADS["mlp"][1](np.random.default_rng(0))
     tape_peak = _peak_bytes(
