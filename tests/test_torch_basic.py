@@ -303,3 +303,30 @@ def test_concurrent_calls_from_threads_do_not_mix() -> None:
         results = list(pool.map(one, range(1, 9)))
     for k, g in enumerate(results, start=1):
         np.testing.assert_allclose(g, np.full(3, 6.0 * k), rtol=1e-14)
+
+
+@pytest.mark.parametrize("loss", [lambda x: x, lambda x: x.reshape(())], ids=["x", "view"])
+def test_gradient_that_is_the_seed_is_the_callers_own(loss: Any) -> None:
+    # d loss / d x = 1 for a 0-d x; torch hands back its seed tensor. Writing into one
+    # call's gradient must not change what the next call computes.
+    x = torch.tensor(3.0, dtype=torch.float64)
+    (first,) = ad.gradient(loss, x, backend="torch")
+    first += 5.0
+    (second,) = ad.gradient(lambda y: 2.0 * y, x, backend="torch")
+    (third,) = ad.gradient(loss, x, backend="torch")
+    assert (first.item(), second.item(), third.item()) == (6.0, 2.0, 1.0)
+
+
+def test_sparse_gradient_comes_back_dense() -> None:
+    # embedding(sparse=True) makes torch's gradient sparse; closed form: row r of the
+    # gradient of sum(W[idx]) counts how often r appears in idx.
+    weights = torch.randn(5, 3, dtype=torch.float64)
+    idx = torch.tensor([0, 2, 2])
+
+    def f(w: Any) -> Any:
+        return torch.nn.functional.embedding(idx, w, sparse=True).sum()
+
+    (g,) = ad.gradient(f, weights, backend="torch")
+    assert g.layout == torch.strided
+    expected = torch.tensor([1.0, 0.0, 2.0, 0.0, 0.0], dtype=torch.float64)[:, None].expand(5, 3)
+    torch.testing.assert_close(g, expected)

@@ -13,7 +13,7 @@ import numpy as np
 from adswitch.errors import UnsupportedError
 from adswitch.spec import CallInfo, LossFn
 
-from ._backward import GradFn
+from ._backward import SEED_POINTERS, GradFn
 from ._convert import tensor_from_numpy, to_caller_kind
 from ._errors import mutated_argument, translate_backward, translate_forward
 from ._guard import CallGuard
@@ -147,12 +147,17 @@ def differentiate(
             np.copyto(original, copy.detach().numpy())
 
     result: list[Any | None] = [None] * len(leaves)
+    strided = torch.strided
     unique: set[int] = set()
     several = len(positions) > 1
     for k, i in enumerate(positions):
         g = grads[k] if grads else None
         if g is None:
             g = torch.zeros_like(inputs[k], requires_grad=False)
+        elif g.layout is not strided:
+            g = g.to_dense()  # a sparse gradient (embedding(sparse=True)): dense, like its leaf
+        elif g.data_ptr() in SEED_POINTERS:
+            g = g.clone()  # the shared seed itself (the loss is this input): never hand it out
         elif not nested:
             # torch hands the same tensor to both inputs of an addition, and expanded
             # (stride-0) tensors for sums: give each leaf its own, writable memory.
