@@ -231,3 +231,65 @@ def test_second_order_through_broadcasting_add_and_subtract() -> None:
     gx, gb = ad.gradient(grad_sum, X, b, backend="tape")
     np.testing.assert_allclose(gx, fd_gradient(grad_sum, (X, b), 0), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gb, fd_gradient(grad_sum, (X, b), 1), rtol=1e-6, atol=1e-8)
+
+
+# -- matmul's rules as recorded products by a transpose (matmul_nt / matmul_tn) -------------
+def _mlp_input_grad_loss(w1: Any, w2: Any, w3: Any, x: Any, t: Any) -> Any:
+    """``mean((d/dx sum(mlp(x)) - t)^2)`` through the tape (inner call recorded)."""
+
+    def net(x_: Any) -> Any:
+        xp = _xp(w1, x_)
+        return _sum(xp.tanh(xp.tanh(x_ @ w1) @ w2) @ w3)
+
+    (dx,) = ad.gradient(net, x)
+    return _xp(dx).mean((dx - t) ** 2)
+
+
+def _mlp_input_grad_loss_closed_form(w1: Any, w2: Any, w3: Any, x: Any, t: Any) -> float:
+    """The same loss, the input gradient written by hand in numpy."""
+    h1 = np.tanh(x @ w1)
+    h2 = np.tanh(h1 @ w2)
+    g2 = np.ones((*h2.shape[:-1], w3.shape[-1])) @ np.swapaxes(w3, -1, -2) * (1 - h2**2)
+    dx = (g2 @ w2.T * (1 - h1**2)) @ w1.T
+    return float(np.mean((dx - t) ** 2))
+
+
+@pytest.mark.parametrize(
+    "x_shape, out", [((5, 3), 1), ((5, 3), 2), ((2, 4, 3), 1)], ids=["outer", "two", "batched"]
+)
+def test_second_order_through_matmul_transposes_matches_differences(
+    x_shape: tuple[int, ...], out: int
+) -> None:
+    # out == 1: the inner backward's first product is an outer product (k == 1, computed
+    # by a broadcast multiply); batched: 3-D inputs against 2-D weights (unbroadcast).
+    rng = np.random.default_rng(7)
+    w1, w2, w3 = (
+        rng.standard_normal((3, 4)) * 0.7,
+        rng.standard_normal((4, 4)) * 0.7,
+        rng.standard_normal((4, out)) * 0.7,
+    )
+    x, t = rng.standard_normal(x_shape), rng.standard_normal(x_shape)
+    grads = ad.gradient(_mlp_input_grad_loss, w1, w2, w3, ad.Const(x), ad.Const(t), backend="tape")
+    for i in range(3):
+        expected = fd_gradient(_mlp_input_grad_loss_closed_form, (w1, w2, w3, x, t), i)
+        np.testing.assert_allclose(grads[i], expected, rtol=1e-6, atol=1e-9)
+
+
+def test_third_order_through_matmul_transposes_closed_form() -> None:
+    # The rules of matmul_nt / matmul_tn are themselves recorded and differentiated here.
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 3))
+    w0 = rng.standard_normal((3, 2))
+
+    def d1(w: Any) -> Any:
+        return ad.gradient(lambda v: _sum((a @ v) ** 3), w)[0]
+
+    def d2(w: Any) -> Any:
+        return ad.gradient(lambda v: _sum(d1(v)), w)[0]
+
+    (g3,) = ad.gradient(lambda w: _sum(d2(w)), w0, backend="tape")
+    # f = sum_{n,j} z_nj^3 with z = a w; sum(d1) = sum_{n,j} 3 z_nj^2 r_n (r_n = sum_i a_ni);
+    # sum(d2) = sum_{n,j} 6 z_nj r_n^2; d3 = 6 a^T (r^2 broadcast over j).
+    r = a.sum(axis=1)
+    expected = 6 * a.T @ np.repeat((r**2)[:, None], 2, axis=1)
+    np.testing.assert_allclose(g3, expected, rtol=1e-12)

@@ -298,7 +298,7 @@ def _matmul_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
         # top level, (..., n, k) @ (..., k, 1): an outer product, which a broadcast
         # multiply computes twice as fast as matmul -- the same products, bit for bit
         return unbroadcast(np.multiply(g, y.swapaxes(-1, -2)), x)
-    return unbroadcast(P.matmul(g, P.matrix_transpose(y)), x)
+    return unbroadcast(P.matmul_nt(g, y), x)
 
 
 def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -312,10 +312,21 @@ def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     if type(g) is np.ndarray and type(x) is np.ndarray and g.shape[-2] == 1:
         # top level, (..., 1, k) @ (..., k, m): an outer product (see ``_matmul_x``)
         return unbroadcast(np.multiply(x.swapaxes(-1, -2), g), y)
-    return unbroadcast(P.matmul(P.matrix_transpose(x), g), y)
+    return unbroadcast(P.matmul_tn(x, g), y)
 
 
 defvjp(P.matmul, _matmul_x, _matmul_y)
+# a @ b.T (both >= 2-D): d/da = G @ b, d/db = G.T @ a; a.T @ b: d/da = b @ G.T, d/db = a @ G
+defvjp(
+    P.matmul_nt,
+    lambda g, ans, a, b: unbroadcast(P.matmul(g, b), a),
+    lambda g, ans, a, b: unbroadcast(P.matmul_tn(g, a), b),
+)
+defvjp(
+    P.matmul_tn,
+    lambda g, ans, a, b: unbroadcast(P.matmul_nt(b, g), a),
+    lambda g, ans, a, b: unbroadcast(P.matmul(a, g), b),
+)
 
 
 # -- reductions and scans --------------------------------------------------------------
