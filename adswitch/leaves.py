@@ -50,7 +50,7 @@ def is_complex_dtype(dtype: Any) -> bool:
 
 def is_array(x: Any) -> bool:
     """An array of any kind (numpy, engine arrays, traced values), not a Python scalar."""
-    if type(x) in _ARRAY_TYPES:
+    if type(x) in ARRAY_TYPES:
         return True
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (float, int))
 
@@ -66,14 +66,14 @@ _KIND_OF_SCALAR_TYPE: dict[type, str] = {
     bytes: "o",
     type(None): "o",
 }
-_ARRAY_TYPES: set[type] = {np.ndarray}
+ARRAY_TYPES: set[type] = {np.ndarray}
 
 
 def leaf_kind(x: Any) -> str:
     """``"f"`` differentiable (a floating array or a Python float, numpy float scalars
     included), ``"c"`` complex, ``"o"`` anything else."""
     cls = type(x)
-    if cls in _ARRAY_TYPES:
+    if cls in ARRAY_TYPES:
         dtype = x.dtype
         kind = _KIND_OF_DTYPE.get(dtype)
         return kind if kind is not None else dtype_kind(dtype)
@@ -90,7 +90,7 @@ def leaf_kind(x: Any) -> str:
     if dtype is None or not hasattr(x, "shape"):
         return "o"
     if _is_engine_array(cls):
-        _ARRAY_TYPES.add(cls)  # every instance has a dtype: skip the probing next time
+        ARRAY_TYPES.add(cls)  # every instance has a dtype: skip the probing next time
     return dtype_kind(dtype)
 
 

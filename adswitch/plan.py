@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from adswitch import trees
+from adswitch import templates, trees
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.errors import ActivityError, AliasingError, UnsupportedError
 from adswitch.leaves import (
@@ -22,15 +22,13 @@ from adswitch.leaves import (
     ROLES,
     SCALAR,
     SCALAR_RESULT,
-    SCALAR_TYPES,
     describe,
-    is_array,
     is_differentiable,
     leaf_kind,
     memory_root,
     roles_of,
 )
-from adswitch.shadow import check_shadow_leaf, float_slot
+from adswitch.shadow import check_shadows, no_float_in_duplicated
 from adswitch.spec import Backend
 
 __all__ = ["Plan", "PLAIN", "CONST", "DUPLICATED"]
@@ -62,8 +60,6 @@ class Plan:
     """Everything the front end knows about a call before the engine runs."""
 
     __slots__ = (
-        "_owner_of_shadow",
-        "_shadow_of",
         "active",
         "args",
         "first",
@@ -73,21 +69,18 @@ class Plan:
         "n_active_arrays",
         "scalar_leaves",
     )
+    leaves: list[Any]  # the unique leaves
+    active: Sequence[bool]
+    first: Sequence[tuple[int, int]]  # (argument, position) of each unique leaf's first use
+    kinds: Sequence[int]  # activity of the argument of each unique leaf's first use
+    scalar_leaves: Sequence[int]  # active Python floats and numpy scalars
+    n_active_arrays: int  # active leaves that are not Python floats
 
     def __init__(self, args: Sequence[Any]) -> None:
         self.args: list[ArgPlan] = []
-        self.leaves: list[Any] = []  # unique leaves
-        self.active: list[bool] = []
-        # first (argument, position) where each unique leaf occurs, for results and errors
-        self.first: list[tuple[int, int]] = []
-        self.kinds: list[int] = []  # activity of the argument of the first occurrence
-        self.scalar_leaves: list[int] = []  # active Python floats and numpy scalars
         self.has_duplicated = False
-        self.n_active_arrays = 0  # active leaves that are not Python floats
-        index_of: dict[int, int] = {}
-        leaves, active, first, kinds = self.leaves, self.active, self.first, self.kinds
-        complex_seen = False
-        n_active_arrays = 0
+        flats: list[list[Any]] = []
+        n_leaves = 0
         for a, arg in enumerate(args):
             arg_type = type(arg)
             if arg_type is Const:
@@ -100,8 +93,34 @@ class Plan:
                 flat, treedef = [val], None
             else:
                 flat, treedef = trees.flatten(val)
-            plan = ArgPlan(kind, val, dval, treedef)
-            self.args.append(plan)
+            self.args.append(ArgPlan(kind, val, dval, treedef))
+            flats.append(flat)
+            n_leaves += len(flat)
+            if kind == DUPLICATED:
+                self.has_duplicated = True
+        key = None
+        if n_leaves >= templates.MIN_LEAVES and not self.has_duplicated:
+            all_leaves = [leaf for flat in flats for leaf in flat]
+            key = templates.key_for(tuple([(p.kind, p.treedef) for p in self.args]), all_leaves)
+            template = None if key is None else templates.find(key)
+            if template is not None:
+                self._use(template, all_leaves)
+                return
+        # Leaf by leaf: unique leaves, activity, ties (inline: the commonest path).
+        leaves: list[Any] = []
+        active: list[bool] = []
+        first: list[tuple[int, int]] = []
+        kinds: list[int] = []
+        scalar_leaves: list[int] = []
+        self.leaves, self.active, self.first, self.kinds = leaves, active, first, kinds
+        self.scalar_leaves = scalar_leaves
+        index_of: dict[int, int] = {}
+        complex_seen = False
+        n_active_arrays = 0
+        a = -1
+        for plan, flat in zip(self.args, flats):
+            a += 1
+            kind = plan.kind
             ids = plan.leaf_ids
             for j, leaf in enumerate(flat):
                 leaf_type = type(leaf)
@@ -120,7 +139,7 @@ class Plan:
                     active.append(is_active)
                     if is_active:
                         if roles & SCALAR_RESULT:
-                            self.scalar_leaves.append(u)
+                            scalar_leaves.append(u)
                         if not roles & PYTHON_FLOAT:
                             n_active_arrays += 1
                     elif kind != CONST and kind_of_leaf == "c":
@@ -130,20 +149,37 @@ class Plan:
                 elif kinds[u] != kind and is_differentiable(leaf):
                     self._tie_conflict(u, a, j, kind)
                 ids.append(u)
-            if kind == DUPLICATED:
-                self.has_duplicated = True
         self.n_active_arrays = n_active_arrays
         if complex_seen:
             self._check_complex()
         if not n_active_arrays and not any(active):
             self._nothing_active(args)
         if self.has_duplicated:
-            # across all Duplicated arguments: unique leaf -> id of its shadow, and back
-            self._shadow_of: dict[int, int] = {}
-            self._owner_of_shadow: dict[int, int] = {}
-            for a, plan in enumerate(self.args):
-                if plan.kind == DUPLICATED:
-                    self._check_shadow(a, plan)
+            check_shadows(self, [(a, p) for a, p in enumerate(self.args) if p.kind == DUPLICATED])
+        elif key is not None:  # every check passed: the next call may skip the loop
+            templates.remember(
+                key,
+                templates.as_template(
+                    [p.leaf_ids for p in self.args],
+                    active,
+                    first,
+                    kinds,
+                    scalar_leaves,
+                    n_active_arrays,
+                ),
+            )
+
+    def _use(self, template: templates.Template, leaves: list[Any]) -> None:
+        """Take the structure-decided fields from a template (no ties: the unique leaves
+        are the leaves)."""
+        for plan, ids in zip(self.args, template.leaf_ids):
+            plan.leaf_ids = ids
+        self.leaves = leaves
+        self.active = template.active
+        self.first = template.first
+        self.kinds = template.kinds
+        self.scalar_leaves = template.scalar_leaves
+        self.n_active_arrays = template.n_active_arrays
 
     # -- unwrapping ---------------------------------------------------------------------
     @staticmethod
@@ -183,60 +219,12 @@ class Plan:
             )
         for a, plan in enumerate(self.args):
             if plan.kind == DUPLICATED:
-                self._no_float_in_duplicated(a, plan)
+                no_float_in_duplicated(a, plan.val)
         raise ActivityError(
             "nothing to differentiate: no argument holds a floating array or a Python float "
             f"(got {', '.join(describe(p.val) for p in self.args)}). Convert integer data with "
             "x.astype(float) or np.asarray(x, dtype=float)."
         )
-
-    def _no_float_in_duplicated(self, a: int, plan: ArgPlan) -> None:
-        raise ActivityError(
-            f"args[{a}] is Duplicated({describe(plan.val)}), which has no floating array leaf "
-            "for a shadow to be written into in place. Pass it plain to get its gradient "
-            "returned (Python floats are differentiated that way), or store it as an array."
-        )
-
-    def _check_shadow(self, a: int, plan: ArgPlan) -> None:
-        if not any(self.active[u] and is_array(self.leaves[u]) for u in plan.leaf_ids):
-            self._no_float_in_duplicated(a, plan)
-        shadow_leaves, shadow_def = trees.flatten(plan.dval)
-        if shadow_def != plan.treedef:
-            where = trees.describe_mismatch(plan.treedef, shadow_def, f"args[{a}]")
-            raise ActivityError(
-                f"args[{a}]: dval does not have val's structure ({where}). Build the shadow "
-                "with ad.make_zero(val), or pass Duplicated(val) to have one made."
-            )
-        owner_of_shadow = self._owner_of_shadow
-        shadow_of = self._shadow_of
-        value_ids = {id(leaf) for leaf in self.leaves if not isinstance(leaf, SCALAR_TYPES)}
-        for j, (u, shadow) in enumerate(zip(plan.leaf_ids, shadow_leaves)):
-            if not self.active[u]:
-                continue
-            leaf = self.leaves[u]
-            check_shadow_leaf(leaf, shadow, self.path(a, j))
-            if isinstance(leaf, float):
-                plan.float_slots[j] = float_slot(plan.dval, shadow_def, j, self.path(a, j))
-                continue
-            if id(shadow) in value_ids:
-                raise ActivityError(
-                    f"dval at {self.path(a, j)} is one of the arguments' own arrays; writing "
-                    "gradients there would overwrite parameters. Use ad.make_zero(val)."
-                )
-            previous = shadow_of.setdefault(u, id(shadow))
-            if previous != id(shadow):
-                raise ActivityError(
-                    f"one array is tied at several places but the shadows there differ (see "
-                    f"{self.path(a, j)}); build the shadows with ad.make_zero of the whole "
-                    "structure so that a tied parameter has one shadow."
-                )
-            other = owner_of_shadow.setdefault(id(shadow), u)
-            if other != u:
-                raise AliasingError(
-                    f"dval uses one array for two distinct parameters (at {self.path(a, j)}); "
-                    "their gradients would be summed. Build the shadow with ad.make_zero(val)."
-                )
-        plan.shadow_leaves = shadow_leaves
 
     def _check_complex(self) -> None:
         for u, leaf in enumerate(self.leaves):

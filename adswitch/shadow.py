@@ -7,17 +7,20 @@ has passed, so that an exception anywhere leaves every shadow exactly as it was.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from adswitch import trees
-from adswitch.errors import ActivityError
-from adswitch.leaves import describe, is_array, is_differentiable
+from adswitch.errors import ActivityError, AliasingError
+from adswitch.leaves import SCALAR_TYPES, describe, is_array, is_differentiable
 from adswitch.registry import default_registry
 from adswitch.spec import Backend
 
-__all__ = ["make_zero", "zeros_like", "float_slot", "write"]
+if TYPE_CHECKING:
+    from adswitch.plan import ArgPlan, Plan
+
+__all__ = ["check_shadows", "make_zero", "zeros_like", "float_slot", "write"]
 
 
 def zeros_like(x: Any) -> Any:
@@ -155,3 +158,57 @@ def write(engine: Backend, shadow: Any, grad: Any, zero: bool) -> None:
     if zero:
         shadow[...] = 0
     engine.add_into(shadow, grad)
+
+
+def no_float_in_duplicated(a: int, val: Any) -> None:
+    raise ActivityError(
+        f"args[{a}] is Duplicated({describe(val)}), which has no floating array leaf "
+        "for a shadow to be written into in place. Pass it plain to get its gradient "
+        "returned (Python floats are differentiated that way), or store it as an array."
+    )
+
+
+def check_shadows(plan: Plan, duplicated: list[tuple[int, ArgPlan]]) -> None:
+    """Check every ``Duplicated`` argument's shadow against its value, before ``f`` runs:
+    same structure, matching leaves, one shadow per (tied) parameter, no shadow that is
+    a parameter or serves two. Records the shadow leaves (and Python-float slots) on the
+    argument's plan for writing later."""
+    shadow_of: dict[int, int] = {}  # unique leaf -> id of its shadow
+    owner_of_shadow: dict[int, int] = {}  # and back
+    value_ids = {id(leaf) for leaf in plan.leaves if not isinstance(leaf, SCALAR_TYPES)}
+    active, leaves = plan.active, plan.leaves
+    for a, arg in duplicated:
+        if not any(active[u] and is_array(leaves[u]) for u in arg.leaf_ids):
+            no_float_in_duplicated(a, arg.val)
+        shadow_leaves, shadow_def = trees.flatten(arg.dval)
+        if shadow_def != arg.treedef:
+            where = trees.describe_mismatch(arg.treedef, shadow_def, f"args[{a}]")
+            raise ActivityError(
+                f"args[{a}]: dval does not have val's structure ({where}). Build the shadow "
+                "with ad.make_zero(val), or pass Duplicated(val) to have one made."
+            )
+        for j, (u, shadow) in enumerate(zip(arg.leaf_ids, shadow_leaves)):
+            if not active[u]:
+                continue
+            leaf = leaves[u]
+            check_shadow_leaf(leaf, shadow, plan.path(a, j))
+            if isinstance(leaf, float):
+                arg.float_slots[j] = float_slot(arg.dval, shadow_def, j, plan.path(a, j))
+                continue
+            if id(shadow) in value_ids:
+                raise ActivityError(
+                    f"dval at {plan.path(a, j)} is one of the arguments' own arrays; writing "
+                    "gradients there would overwrite parameters. Use ad.make_zero(val)."
+                )
+            if shadow_of.setdefault(u, id(shadow)) != id(shadow):
+                raise ActivityError(
+                    f"one array is tied at several places but the shadows there differ (see "
+                    f"{plan.path(a, j)}); build the shadows with ad.make_zero of the whole "
+                    "structure so that a tied parameter has one shadow."
+                )
+            if owner_of_shadow.setdefault(id(shadow), u) != u:
+                raise AliasingError(
+                    f"dval uses one array for two distinct parameters (at {plan.path(a, j)}); "
+                    "their gradients would be summed. Build the shadow with ad.make_zero(val)."
+                )
+        arg.shadow_leaves = shadow_leaves
