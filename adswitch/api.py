@@ -232,16 +232,20 @@ def _results(
     if len(plan.args) == 1 and plan.args[0].kind == PLAIN and plan.args[0].treedef is None:
         return (grads[0],)  # one bare array or scalar, the commonest call: kept cheap
     results: list[Any] = []
+    untied = len(plan.leaves) == sum([len(p.leaf_ids) for p in plan.args])
     for a, p in enumerate(plan.args):
         if p.kind == CONST:
             results.append(None)
         elif p.kind == DUPLICATED:
             results.append(p.dval)
         else:
-            entries = [
-                grads[u] if active[u] and first[u] == (a, j) else None
-                for j, u in enumerate(p.leaf_ids)
-            ]
+            if untied:  # every position is its unique leaf's first: no need to ask
+                entries = [grads[u] if active[u] else None for u in p.leaf_ids]
+            else:
+                entries = [
+                    grads[u] if active[u] and first[u] == (a, j) else None
+                    for j, u in enumerate(p.leaf_ids)
+                ]
             results.append(entries[0] if p.treedef is None else trees.unflatten(p.treedef, entries))
     # Shadows last: every check has passed and every gradient exists.
     written: set[int] = set()  # a tied parameter has one shadow: add its total once

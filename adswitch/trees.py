@@ -243,7 +243,9 @@ def _unflatten_from(td: TreeDef, it: Iterator[Any]) -> Any:
     if td is None:
         return next(it)
     handler, aux, children = td
-    return handler.unflatten(aux, [_unflatten_from(c, it) for c in children])
+    return handler.unflatten(
+        aux, [next(it) if c is None else _unflatten_from(c, it) for c in children]
+    )
 
 
 def leaf_paths(treedef: TreeDef, root: str) -> list[str]:
