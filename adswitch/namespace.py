@@ -13,6 +13,10 @@ from adswitch.spec import Backend
 __all__ = ["array_namespace"]
 
 _SCALARS = (int, float, complex, bool, type(None))
+_NUMPY_KINDS = (np.ndarray, np.generic, *_SCALARS)
+# Exact types found to be numpy's or Python's (a type test is cheaper than isinstance
+# against a tuple, which this function would otherwise pay on every engine array).
+_NUMPY_TYPES: set[type] = {np.ndarray, *_SCALARS}
 
 
 def array_namespace(*arrays: Any) -> Any:
@@ -45,7 +49,11 @@ def array_namespace(*arrays: Any) -> Any:
     owner: Backend | None = None
     registry = None
     for x in arrays:
-        if isinstance(x, (np.ndarray, np.generic, *_SCALARS)):
+        cls = type(x)
+        if cls in _NUMPY_TYPES:
+            continue
+        if isinstance(x, _NUMPY_KINDS):
+            _NUMPY_TYPES.add(cls)
             continue
         if registry is None:
             registry = default_registry()
