@@ -32,6 +32,17 @@ def cache_key(plan: Plan, f: Any) -> Hashable | None:
         False
     """
     active, leaves = plan.active, plan.leaves
+    template = plan.template
+    if template is not None:
+        # The template object stands for the structure, ties, activity, leaf types and
+        # dtypes (one template per such key while it is remembered; a new one after it
+        # was forgotten only costs a recompile): what is left is the static values.
+        fast = (f, template, tuple([leaves[u] for u in template.static]))
+        try:
+            hash(fast)
+        except TypeError:
+            return None
+        return fast
     static = tuple(
         [
             (u, type(leaves[u]), leaves[u])

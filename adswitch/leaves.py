@@ -106,6 +106,24 @@ def is_differentiable(x: Any) -> bool:
     return leaf_kind(x) == "f"
 
 
+# Types whose class has no ``_base`` (jax arrays, tracers): their arrays never view
+# another's memory. Looking ``_base`` up on them fails, which costs more than this set.
+_VIEWLESS: set[type] = set()
+
+
+def is_view(x: Any) -> bool:
+    """Whether ``x`` views another array's memory (numpy ``.base``, torch ``._base``)."""
+    cls = type(x)
+    if cls is np.ndarray or isinstance(x, np.ndarray):
+        return x.base is not None
+    if cls in _VIEWLESS:
+        return False
+    if not hasattr(cls, "_base"):
+        _VIEWLESS.add(cls)
+        return False
+    return getattr(x, "_base", None) is not None
+
+
 def memory_root(x: Any) -> Any:
     """The array owning ``x``'s memory (numpy ``.base`` / torch ``._base`` chains)."""
     if isinstance(x, np.ndarray):

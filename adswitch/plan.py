@@ -23,7 +23,9 @@ from adswitch.leaves import (
     SCALAR,
     SCALAR_RESULT,
     describe,
+    is_array,
     is_differentiable,
+    is_view,
     leaf_kind,
     memory_root,
     roles_of,
@@ -68,6 +70,7 @@ class Plan:
         "leaves",
         "n_active_arrays",
         "scalar_leaves",
+        "template",
     )
     leaves: list[Any]  # the unique leaves
     active: Sequence[bool]
@@ -79,6 +82,8 @@ class Plan:
     def __init__(self, args: Sequence[Any]) -> None:
         self.args: list[ArgPlan] = []
         self.has_duplicated = False
+        # the template this plan came from or made: its identity stands for the structure
+        self.template: templates.Template | None = None
         flats: list[list[Any]] = []
         n_leaves = 0
         for a, arg in enumerate(args):
@@ -157,17 +162,16 @@ class Plan:
         if self.has_duplicated:
             check_shadows(self, [(a, p) for a, p in enumerate(self.args) if p.kind == DUPLICATED])
         elif key is not None:  # every check passed: the next call may skip the loop
-            templates.remember(
-                key,
-                templates.as_template(
-                    [p.leaf_ids for p in self.args],
-                    active,
-                    first,
-                    kinds,
-                    scalar_leaves,
-                    n_active_arrays,
-                ),
+            self.template = templates.as_template(
+                [p.leaf_ids for p in self.args],
+                active,
+                first,
+                kinds,
+                scalar_leaves,
+                n_active_arrays,
+                [u for u in range(len(leaves)) if not active[u] and not is_array(leaves[u])],
             )
+            templates.remember(key, self.template)
 
     def _use(self, template: templates.Template, leaves: list[Any]) -> None:
         """Take the structure-decided fields from a template (no ties: the unique leaves
@@ -180,6 +184,7 @@ class Plan:
         self.kinds = template.kinds
         self.scalar_leaves = template.scalar_leaves
         self.n_active_arrays = template.n_active_arrays
+        self.template = template
 
     # -- unwrapping ---------------------------------------------------------------------
     @staticmethod
@@ -243,9 +248,7 @@ class Plan:
         for u, leaf in enumerate(self.leaves):
             if not active[u] or isinstance(leaf, float):
                 continue
-            if (
-                leaf.base if type(leaf) is np.ndarray else getattr(leaf, "_base", None)
-            ) is not None:
+            if is_view(leaf):
                 break  # a view: group by memory below
         else:
             return  # every active array owns its memory, and they are distinct objects

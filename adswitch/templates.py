@@ -32,7 +32,15 @@ _MAX_TEMPLATES = 512
 class Template:
     """The structure-decided part of a plan (shared, never mutated)."""
 
-    __slots__ = ("active", "first", "kinds", "leaf_ids", "n_active_arrays", "scalar_leaves")
+    __slots__ = (
+        "active",
+        "first",
+        "kinds",
+        "leaf_ids",
+        "n_active_arrays",
+        "scalar_leaves",
+        "static",
+    )
 
     def __init__(
         self,
@@ -42,6 +50,7 @@ class Template:
         kinds: tuple[int, ...],
         scalar_leaves: tuple[int, ...],
         n_active_arrays: int,
+        static: tuple[int, ...],
     ) -> None:
         self.leaf_ids = leaf_ids
         self.active = active
@@ -49,6 +58,9 @@ class Template:
         self.kinds = kinds
         self.scalar_leaves = scalar_leaves
         self.n_active_arrays = n_active_arrays
+        # positions of the inactive leaves that are not arrays: a compiled program bakes
+        # their values in (``keys.cache_key``)
+        self.static = static
 
 
 _TEMPLATES: dict[Hashable, Template] = {}
@@ -103,6 +115,7 @@ def as_template(
     kinds: Sequence[int],
     scalar_leaves: Sequence[int],
     n_active_arrays: int,
+    static: Sequence[int],
 ) -> Template:
     """A frozen copy of a freshly derived plan's structure-decided fields."""
     return Template(
@@ -112,4 +125,5 @@ def as_template(
         tuple(kinds),
         tuple(scalar_leaves),
         n_active_arrays,
+        tuple(static),
     )

@@ -191,6 +191,19 @@ def test_rebound_helper_function_recompiles() -> None:
         _scaled_square_sum = original
 
 
+def test_constant_of_a_large_tree_is_part_of_the_key() -> None:
+    # Four or more leaves: the plan comes from a template, and so does the cache key.
+    def f(p: dict[str, Any], scale: float) -> Any:
+        xp = ad.array_namespace(p["a"])
+        return scale * sum(xp.sum(v**2) for v in p.values())
+
+    params = {k: np.arange(1.0, 3.0) + i for i, k in enumerate("abcd")}
+    for scale in (1.0, 1.0, 2.5, -1.0, 2.5):
+        (g, _) = ad.gradient(f, params, ad.Const(scale), backend="jax")
+        for k, v in params.items():
+            np.testing.assert_allclose(g[k], 2 * scale * v, rtol=1e-12)
+
+
 def test_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_engine.CACHE, "maxsize", 2)
     _engine.CACHE.clear()

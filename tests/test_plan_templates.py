@@ -121,3 +121,19 @@ def test_activity_and_dtype_are_part_of_the_key(no_templates: None) -> None:
     as_int = {k: np.ones(2, dtype=int) for k in "wxyz"}
     with pytest.raises(ad.ActivityError):
         Plan((as_int,))  # nothing to differentiate: not the float template's answer
+
+
+def test_cache_key_from_a_template_keeps_constants_types_and_activity(no_templates: None) -> None:
+    from adswitch.keys import cache_key
+
+    def params(value: float) -> dict[str, Any]:
+        return {k: np.full(2, value) for k in "wxyz"}
+
+    first = cache_key(Plan((params(1.0), ad.Const(3))), len)  # makes the template
+    again = cache_key(Plan((params(2.0), ad.Const(3))), len)  # takes it
+    assert first == again
+    assert cache_key(Plan((params(1.0), ad.Const(4))), len) != first  # constant value
+    assert cache_key(Plan((params(1.0), ad.Const(3.0))), len) != first  # constant type
+    assert cache_key(Plan((params(1.0), ad.Const(True))), len) != first
+    assert cache_key(Plan((ad.Const(params(1.0)), 3.0)), len) != first  # activity
+    assert cache_key(Plan((params(1.0), ad.Const(3))), sum) != first  # the function
