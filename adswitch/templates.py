@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from adswitch.leaves import ARRAY_TYPES, ROLES, SCALAR
+from adswitch.leaves import ARRAY_TYPES, ROLES, SCALAR, leaf_kind, roles_of
 
 __all__ = ["MIN_LEAVES", "Template", "find", "key_for", "remember"]
 
@@ -75,9 +75,17 @@ def key_for(kinds_and_treedefs: tuple[Any, ...], leaves: list[Any]) -> Hashable 
         if cls in ARRAY_TYPES:
             continue
         roles = ROLES.get(cls)
-        if roles is None or not roles & SCALAR:
-            return None  # a type not seen before, or one whose kind depends on the value
-        scalars += 1
+        if roles is None:
+            roles = roles_of(cls)
+        if roles & SCALAR:
+            scalars += 1
+            continue
+        # Classify a type seen for the first time now, so that the first call of a
+        # structure already makes its template (and its compiled-engine key is the same
+        # from the first call on).
+        leaf_kind(leaves[types.index(cls)])
+        if cls not in ARRAY_TYPES:
+            return None  # a type whose kind depends on the value
     if scalars:
         distinct = [leaf for leaf, cls in zip(leaves, types) if cls in ARRAY_TYPES]
     else:

@@ -204,6 +204,27 @@ def test_constant_of_a_large_tree_is_part_of_the_key() -> None:
             np.testing.assert_allclose(g[k], 2 * scale * v, rtol=1e-12)
 
 
+def test_a_new_array_type_compiles_once() -> None:
+    # The first call with an array type adswitch has not classified yet must already key
+    # its program as every later call does (no second compile on the second call).
+    from adswitch import leaves, templates
+
+    array_type = type(jnp.zeros(2))
+    leaves.ARRAY_TYPES.discard(array_type)
+    templates.clear()
+    runs, cube = counting_cube()
+
+    def f(p: dict[str, Any]) -> Any:
+        return sum(cube(v) for v in p.values())
+
+    params = {k: jnp.arange(1.0, 3.0) + i for i, k in enumerate("abcd")}
+    for _ in range(3):
+        (g,) = ad.gradient(f, params, backend="jax")
+        for k, v in params.items():
+            np.testing.assert_allclose(np.asarray(g[k]), 3 * np.asarray(v) ** 2, rtol=1e-6)
+    assert len(runs) == 4  # one trace of f: cube ran once per leaf
+
+
 def test_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_engine.CACHE, "maxsize", 2)
     _engine.CACHE.clear()
