@@ -18,7 +18,6 @@ stay comparable; set ``OPENBLAS_NUM_THREADS`` to measure with threads on a quiet
 # ruff: noqa: E402  (BLAS threads are set before numpy is imported)
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import sys
@@ -34,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import compare, fmt_seconds, print_table
+from timing import compare, fmt_seconds, keep_heap, print_table
 from workloads import WORKLOADS
 
 import adswitch as ad
@@ -84,17 +83,6 @@ def _peak_bytes(fn: Callable[[], Any]) -> int:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak
-
-
-def keep_heap(pad_bytes: int = 64 * 2**20) -> bool:
-    """Ask glibc to keep ``pad_bytes`` of free heap instead of returning it to the OS after
-    every call (``mallopt(M_TOP_PAD)``, what ``MALLOC_TOP_PAD_`` sets at start-up). For
-    this process only -- the benchmark's, never the library's. False where not glibc."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(-2, pad_bytes))  # M_TOP_PAD is -2 in <malloc.h>
-    except (OSError, AttributeError):
-        return False
 
 
 def table(direct: dict[str, Callable[..., Any]]) -> None:

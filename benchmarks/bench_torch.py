@@ -15,9 +15,11 @@ The ratios ``engine/torch`` and ``adswitch/torch`` are ratios of median call tim
 "10% quantiles" is the same ratio on the fastest tenth of the calls (what the code
 costs when nothing else runs); "front end" is ``adswitch - engine``, what the front end
 costs.
-Run: ``python benchmarks/bench_torch.py [tiny mlp ...]`` (``BENCH_TORCH_THREADS`` sets
-torch's intra-op threads, default 1). On a GPU: ``BENCH_TORCH_DEVICE=cuda python
-benchmarks/bench_torch.py tiny mlp wide`` (``wide``: width and batch 4096, float32).
+Run: ``python benchmarks/bench_torch.py [tiny mlp ...] [--keep-heap]``
+(``BENCH_TORCH_THREADS`` sets torch's intra-op threads, default 1; ``--keep-heap`` adds
+a second table with glibc keeping its free heap, see ``timing.keep_heap``). On a GPU:
+``BENCH_TORCH_DEVICE=cuda python benchmarks/bench_torch.py tiny mlp wide`` (``wide``:
+width and batch 4096, float32).
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 
 from adswitch_torch import TorchBackend
-from timing import fmt_seconds, print_table
+from timing import fmt_seconds, keep_heap, print_table
 from workloads import WORKLOADS, mlp_forward
 
 import adswitch as ad
 from adswitch.spec import CallInfo
 
 TARGETS = {"tiny": 1.15, "mlp": 1.03, "wide": 1.03}
+KEEP_HEAP = False
 DEVICE = os.environ.get("BENCH_TORCH_DEVICE", "cpu")
 
 
@@ -191,6 +194,15 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def main(names: list[str], seconds: float = 8.0) -> None:
+    """The table as the machine is, then (``--keep-heap``) once more with glibc keeping
+    its free heap (``timing.keep_heap``)."""
+    table(names, seconds)
+    if KEEP_HEAP and keep_heap():
+        print("\nSame, with glibc keeping 64 MiB of free heap (mallopt(M_TOP_PAD)):\n")
+        table(names, seconds)
+
+
+def table(names: list[str], seconds: float) -> None:
     rows = []
     for name in names:
         samples = interleaved(contenders(name), seconds)
@@ -240,4 +252,5 @@ if __name__ == "__main__":
     # One intra-op thread: on a shared two-core machine a second thread mostly adds
     # scheduling noise, and both contenders run the same kernels either way.
     torch.set_num_threads(int(os.environ.get("BENCH_TORCH_THREADS", "1")))
-    main(sys.argv[1:] or ["tiny", "mlp"])
+    KEEP_HEAP = "--keep-heap" in sys.argv
+    main([a for a in sys.argv[1:] if not a.startswith("--")] or ["tiny", "mlp"])

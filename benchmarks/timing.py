@@ -7,6 +7,7 @@ their ratio -- never a lone absolute time.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import statistics
 import time
@@ -59,3 +60,20 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     print("|" + "|".join("---" for _ in header) + "|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
+
+
+def keep_heap(pad_bytes: int = 64 * 2**20) -> bool:
+    """Ask glibc to keep ``pad_bytes`` of free heap instead of returning it to the OS after
+    every call (``mallopt(M_TOP_PAD)``, what ``MALLOC_TOP_PAD_`` sets at start-up). For
+    this process only -- the benchmark's, never the library's. False where not glibc.
+
+    Why: a gradient of the mlp workload needs about 1.3 MiB at its peak; glibc gives the
+    top of the heap back after each call and the next call page-faults it in again (one
+    to a few hundred faults, 0.1-1.6 ms of system time per call on this machine, varying
+    with what else ran). Numbers with the heap kept show what the code itself costs.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(-2, pad_bytes))  # M_TOP_PAD is -2 in <malloc.h>
+    except (OSError, AttributeError):
+        return False
