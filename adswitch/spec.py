@@ -181,7 +181,8 @@ class Backend(Protocol):
             leaves: one value per unique leaf of the arguments: numpy arrays, the
                 engine's arrays, Python floats, and inactive leaves of any type.
             active: same length; ``True`` where a gradient is wanted. Active leaves are
-                floating arrays or Python floats.
+                floating arrays or Python floats. Read-only (it may be a tuple shared by
+                the calls of one argument structure).
             info: see :class:`CallInfo`.
 
         Returns:
