@@ -82,10 +82,10 @@ class Trace:
                     break
                 entry = _LOCKS.get(key)
                 if entry is None:
-                    flags = a.flags
-                    entry = _LOCKS[key] = [a, 1, flags.writeable]
-                    if entry[2]:
-                        flags.writeable = False
+                    writeable = a.flags.writeable
+                    entry = _LOCKS[key] = [a, 1, writeable]
+                    if writeable:
+                        a.setflags(write=False)  # (cheaper than through a flags object)
                 else:
                     entry[1] += 1
                 locked[key] = (a, role if entry[2] else "")
@@ -113,7 +113,7 @@ class Trace:
                     owners = [a for a in release if a.base is None]
                     release = owners + sorted(views, key=_view_depth)
             for array in release:
-                array.flags.writeable = True
+                array.setflags(write=True)
         locked.clear()
 
 
