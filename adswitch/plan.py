@@ -18,6 +18,7 @@ from adswitch import templates, trees
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.errors import ActivityError, AliasingError, UnsupportedError
 from adswitch.leaves import (
+    ARRAY_TYPES,
     PYTHON_FLOAT,
     ROLES,
     SCALAR,
@@ -84,6 +85,12 @@ class Plan:
         self.has_duplicated = False
         # the template this plan came from or made: its identity stands for the structure
         self.template: templates.Template | None = None
+        if (
+            len(args) == 1
+            and (type(args[0]) is np.ndarray or type(args[0]) in ARRAY_TYPES)
+            and self._one_array(args[0])  # ad.gradient(f, x), the commonest call
+        ):
+            return
         flats: list[list[Any]] = []
         n_leaves = 0
         for a, arg in enumerate(args):
@@ -172,6 +179,25 @@ class Plan:
                 [u for u in range(len(leaves)) if not active[u] and not is_array(leaves[u])],
             )
             templates.remember(key, self.template)
+
+    def _one_array(self, x: Any) -> bool:
+        """The plan of one plain floating array, directly; ``False`` (nothing set) for
+        any other kind of array, which takes the general path and its checks."""
+        roles = ROLES.get(type(x))
+        if roles is None:
+            roles = roles_of(type(x))
+        if leaf_kind(x) != "f" or roles & (SCALAR | PYTHON_FLOAT):
+            return False
+        plan = ArgPlan(PLAIN, x, None, None)
+        plan.leaf_ids = [0]
+        self.args = [plan]
+        self.leaves = [x]
+        self.active = (True,)
+        self.first = ((0, 0),)
+        self.kinds = (PLAIN,)
+        self.scalar_leaves = (0,) if roles & SCALAR_RESULT else ()
+        self.n_active_arrays = 1
+        return True
 
     def _use(self, template: templates.Template, leaves: list[Any]) -> None:
         """Take the structure-decided fields from a template (no ties: the unique leaves

@@ -137,3 +137,27 @@ def test_cache_key_from_a_template_keeps_constants_types_and_activity(no_templat
     assert cache_key(Plan((params(1.0), ad.Const(True))), len) != first
     assert cache_key(Plan((ad.Const(params(1.0)), 3.0)), len) != first  # activity
     assert cache_key(Plan((params(1.0), ad.Const(3))), sum) != first  # the function
+
+
+SINGLE = [
+    np.ones(3),
+    np.ones((2, 2), dtype=np.float32),
+    np.ones(2, dtype=np.float16),
+    np.arange(3),
+    np.ones(2, dtype=bool),
+    np.ones(2, dtype=np.complex64),
+    np.float32(2.0),
+    np.float64(2.0),
+    np.ones(4)[::2],  # a view
+    np.ma.masked_array(np.ones(2)),  # a subclass
+]
+
+
+@pytest.mark.parametrize("x", SINGLE, ids=lambda x: f"{type(x).__name__}-{x.dtype}")
+def test_one_array_shortcut_equals_the_general_path(
+    x: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome([x])  # types classified, as on any later call
+    shortcut = outcome([x])
+    monkeypatch.setattr(Plan, "_one_array", lambda self, x: False)
+    assert shortcut == outcome([x])
