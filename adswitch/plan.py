@@ -116,7 +116,7 @@ class Plan:
             key = templates.key_for(tuple([(p.kind, p.treedef) for p in self.args]), all_leaves)
             template = None if key is None else templates.find(key)
             if template is not None:
-                self._use(template, all_leaves)
+                templates.apply(template, self, all_leaves)
                 return
         # Leaf by leaf: unique leaves, activity, ties (inline: the commonest path).
         leaves: list[Any] = []
@@ -198,19 +198,6 @@ class Plan:
         self.scalar_leaves = (0,) if roles & SCALAR_RESULT else ()
         self.n_active_arrays = 1
         return True
-
-    def _use(self, template: templates.Template, leaves: list[Any]) -> None:
-        """Take the structure-decided fields from a template (no ties: the unique leaves
-        are the leaves)."""
-        for plan, ids in zip(self.args, template.leaf_ids):
-            plan.leaf_ids = ids
-        self.leaves = leaves
-        self.active = template.active
-        self.first = template.first
-        self.kinds = template.kinds
-        self.scalar_leaves = template.scalar_leaves
-        self.n_active_arrays = template.n_active_arrays
-        self.template = template
 
     # -- unwrapping ---------------------------------------------------------------------
     @staticmethod

@@ -18,11 +18,14 @@ A template is used only when the answer cannot differ:
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adswitch.leaves import ARRAY_TYPES, ROLES, SCALAR, leaf_kind, roles_of
 
-__all__ = ["MIN_LEAVES", "Template", "find", "key_for", "remember"]
+if TYPE_CHECKING:
+    from adswitch.plan import Plan
+
+__all__ = ["MIN_LEAVES", "Template", "apply", "find", "key_for", "remember"]
 
 #: Calls with fewer leaves derive their plan directly (the lookup would cost as much).
 MIN_LEAVES = 4
@@ -99,6 +102,20 @@ def key_for(kinds_and_treedefs: tuple[Any, ...], leaves: list[Any]) -> Hashable 
     except TypeError:  # an unhashable tree node's auxiliary data
         return None
     return key
+
+
+def apply(template: Template, plan: Plan, leaves: list[Any]) -> None:
+    """Give ``plan`` the template's structure-decided fields (no ties: the unique leaves
+    are the leaves)."""
+    for arg, ids in zip(plan.args, template.leaf_ids):
+        arg.leaf_ids = ids
+    plan.leaves = leaves
+    plan.active = template.active
+    plan.first = template.first
+    plan.kinds = template.kinds
+    plan.scalar_leaves = template.scalar_leaves
+    plan.n_active_arrays = template.n_active_arrays
+    plan.template = template
 
 
 def find(key: Hashable) -> Template | None:
