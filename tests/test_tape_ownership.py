@@ -68,7 +68,7 @@ def test_tanh_output_kept_by_the_user_is_not_overwritten() -> None:
 
 def test_tanh_output_read_by_later_rules_and_by_an_unreached_entry() -> None:
     # y feeds y * y and tanh(y) (their rules read y before tanh's entry is swept) and an
-    # operation that does not reach the loss (its entry keeps y: not exclusively owned).
+    # operation that does not reach the loss (its entry keeps y alive).
     x = _x(3)
     unused: list[Any] = []
 
@@ -84,7 +84,7 @@ def test_tanh_output_read_by_later_rules_and_by_an_unreached_entry() -> None:
     np.testing.assert_allclose(raw(unused[0]), 7.0 * t, rtol=1e-15)
 
 
-def test_two_tanh_layers_in_a_row_take_the_in_place_path() -> None:
+def test_two_tanh_layers_in_a_row() -> None:
     x = _x(4)
 
     def f(v: Any) -> Any:
@@ -96,7 +96,7 @@ def test_two_tanh_layers_in_a_row_take_the_in_place_path() -> None:
     np.testing.assert_allclose(g, _dtanh(1.5 * t) * 1.5 * _dtanh(x), rtol=1e-12)
 
 
-def test_nested_gradients_through_tanh_use_no_in_place_rule() -> None:
+def test_nested_gradients_through_tanh_are_recorded() -> None:
     # The inner sweep runs on tracers of the outer call: its rules must be recorded.
     x = _x(5)
 
@@ -113,7 +113,7 @@ def test_nested_gradients_through_tanh_use_no_in_place_rule() -> None:
 
 def test_mlp_gradient_matches_the_hand_derived_one() -> None:
     # Large layers: the outer-product matmul rule (inner dimension 1), the rows-summed
-    # bias gradient and the in-place tanh rule, against backpropagation by hand.
+    # bias gradient and the tanh rule on large arrays, against backpropagation by hand.
     rng = np.random.default_rng(6)
     x = rng.standard_normal((128, 64))
     t = rng.standard_normal((128, 1))
