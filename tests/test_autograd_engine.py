@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
+from fd_oracle import central_fd
 
 pytest.importorskip("autograd")
 
@@ -14,16 +15,6 @@ import adswitch as ad
 from adswitch.spec import CallInfo
 
 B = "autograd"
-
-
-def central_fd(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += h
-        minus[i] -= h
-        grad[i] = (f(plus) - f(minus)) / (2 * h)
-    return grad
 
 
 def backend() -> Any:

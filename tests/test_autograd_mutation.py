@@ -6,11 +6,11 @@ UnsupportedError naming the engine, the operation and the fix."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from fd_oracle import central_fd
 
 pytest.importorskip("autograd")
 
@@ -18,16 +18,6 @@ import adswitch as ad
 from adswitch.errors import MutationError, UnsupportedError
 
 B = "autograd"
-
-
-def central_fd(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += h
-        minus[i] -= h
-        grad[i] = (f(plus) - f(minus)) / (2 * h)
-    return grad
 
 
 def xp_of(*arrays: Any) -> Any:
@@ -241,10 +231,10 @@ def test_nested_gradient_through_buffer_writes() -> None:
     x = np.array([0.3, 0.7])
 
     def numeric_inner(v: np.ndarray) -> np.ndarray:
-        return central_fd(lambda w: float(assemble(w)), v, h=1e-5)
+        return central_fd(lambda w: float(assemble(w)), v, step=1e-5)
 
     (got,) = ad.gradient(outer, x, backend=B)
-    expected = central_fd(lambda v: float(np.sum(numeric_inner(v) ** 2)), x, h=1e-4)
+    expected = central_fd(lambda v: float(np.sum(numeric_inner(v) ** 2)), x, step=1e-4)
     np.testing.assert_allclose(got, expected, rtol=1e-4)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fd_oracle import central_fd
 
 pytest.importorskip("autograd")
 
@@ -15,17 +16,6 @@ import adswitch as ad
 from adswitch.errors import UnsupportedError
 
 RNG = np.random.default_rng(0)
-
-
-def central_fd(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """Central finite differences of a scalar function, one element at a time."""
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += h
-        minus[i] -= h
-        grad[i] = (f(plus) - f(minus)) / (2 * h)
-    return grad
 
 
 def weights(shape: tuple[int, ...]) -> np.ndarray:

@@ -14,6 +14,7 @@ from pow_reference import (
     base_grad_sum,
     closed_mixed,
     op_base_grad_sum,
+    op_pow_sum,
     pow_sum,
 )
 
@@ -132,3 +133,53 @@ def test_operator_pow_fuzzer_program(BACKEND: str) -> None:
     np.testing.assert_allclose(g_b, e * (e - 1) * b ** (e - 2), **TOL)
     (g,) = ad.gradient(op_base_grad_sum, e, ad.Const(b), backend=BACKEND)[:1]
     np.testing.assert_allclose(g, closed_mixed(e, b), **TOL)
+
+
+def test_operator_pow_closed_forms(BACKEND: str) -> None:
+    # ``**`` on traced values takes the exact rule of xp.pow, to any order.
+    def exp_grad_sum(e: Any, b: Any) -> Any:
+        xp = ad.array_namespace(e, b)
+        return xp.sum(ad.gradient(op_pow_sum, e, b)[0])  # b**e log b
+
+    def second(e: Any, b: Any) -> Any:
+        xp = ad.array_namespace(e, b)
+        return xp.sum(ad.gradient(op_base_grad_sum, e, b)[0])
+
+    g_e, g_b = ad.gradient(op_base_grad_sum, E.copy(), BASE.copy(), backend=BACKEND)
+    np.testing.assert_allclose(g_e, closed_mixed(E, BASE), **TOL)
+    np.testing.assert_allclose(g_b, E * (E - 1) * BASE ** (E - 2), **TOL)
+    g_e, g_b = ad.gradient(exp_grad_sum, E.copy(), BASE.copy(), backend=BACKEND)
+    np.testing.assert_allclose(g_e, BASE**E * np.log(BASE) ** 2, **TOL)
+    np.testing.assert_allclose(g_b, closed_mixed(E, BASE), **TOL)
+    (g,) = ad.gradient(second, E.copy(), ad.Const(BASE.copy()), backend=BACKEND)[:1]
+    log_b = np.log(BASE)
+    np.testing.assert_allclose(g, BASE ** (E - 1) * log_b * (2 + E * log_b), **TOL)
+    value, (g_e, g_b) = ad.withgradient(op_pow_sum, E.copy(), BASE.copy(), backend=BACKEND)
+    assert float(value) == float(np.sum(np.power(BASE, E)))
+    np.testing.assert_allclose(g_e, BASE**E * np.log(BASE), **TOL)
+    np.testing.assert_allclose(g_b, E * BASE ** (E - 1), **TOL)
+
+
+def test_reflected_operator_pow(BACKEND: str) -> None:
+    # 2.0 ** e goes through the traced value's __rpow__; so does a constant base made with
+    # xp.asarray (a torch tensor, or autograd's plain numpy array).
+    def inner(e: Any) -> Any:
+        xp = ad.array_namespace(e)
+        return xp.sum(2.0**e + xp.asarray(np.array([0.625, 3.0])) ** e)
+
+    def outer(e: Any) -> Any:
+        xp = ad.array_namespace(e)
+        return xp.sum(ad.gradient(inner, e)[0])
+
+    e = np.array([0.0, 0.5])
+    (g,) = ad.gradient(outer, e, backend=BACKEND)
+    c = np.array([0.625, 3.0])
+    np.testing.assert_allclose(g, 2.0**e * np.log(2.0) ** 2 + c**e * np.log(c) ** 2, **TOL)
+
+    def scalar_base_grad(e: Any) -> Any:
+        # d/de [2**e] at first order, then the nested derivative through a traced base
+        xp = ad.array_namespace(e)
+        return xp.sum(ad.gradient(lambda b: xp.sum(b**e), xp.asarray([2.0, 2.0]))[0])
+
+    (g,) = ad.gradient(scalar_base_grad, e.copy(), backend=BACKEND)
+    np.testing.assert_allclose(g, closed_mixed(e, 2.0), **TOL)

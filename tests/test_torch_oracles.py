@@ -3,28 +3,15 @@ float64 numpy, never touching torch. Imported by the other ``test_torch_*`` file
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from fd_oracle import central_fd as fd_grad
 
 pytest.importorskip("torch")
 
-STEP = 1e-6
 FD_TOL: dict[str, Any] = dict(rtol=1e-6, atol=1e-7)
-
-
-def fd_grad(f: Callable[[np.ndarray], float], x: np.ndarray, step: float = STEP) -> np.ndarray:
-    """Central differences of the numpy function ``f`` at ``x`` (a float64 array)."""
-    x = np.array(x, dtype=np.float64)
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += step
-        minus[i] -= step
-        grad[i] = (float(f(plus)) - float(f(minus))) / (2 * step)
-    return grad
 
 
 def test_fd_grad_matches_a_closed_form() -> None:
