@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from adswitch import templates
 from adswitch.leaves import is_array
 from adswitch.plan import Plan
 
@@ -44,11 +45,7 @@ def cache_key(plan: Plan, f: Any) -> Hashable | None:
             return None
         return fast
     static = tuple(
-        [
-            (u, type(leaves[u]), leaves[u])
-            for u in range(len(leaves))
-            if not active[u] and not is_array(leaves[u])
-        ]
+        [(u, type(leaves[u]), leaves[u]) for u in templates.static_positions(active, leaves)]
     )
     key = (
         f,

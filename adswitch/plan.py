@@ -24,7 +24,6 @@ from adswitch.leaves import (
     SCALAR,
     SCALAR_RESULT,
     describe,
-    is_array,
     is_differentiable,
     is_view,
     leaf_kind,
@@ -87,7 +86,7 @@ class Plan:
         self.template: templates.Template | None = None
         if (
             len(args) == 1
-            and (type(args[0]) is np.ndarray or type(args[0]) in ARRAY_TYPES)
+            and type(args[0]) in ARRAY_TYPES  # numpy's and the engines' array types
             and self._one_array(args[0])  # ad.gradient(f, x), the commonest call
         ):
             return
@@ -129,9 +128,7 @@ class Plan:
         index_of: dict[int, int] = {}
         complex_seen = False
         n_active_arrays = 0
-        a = -1
-        for plan, flat in zip(self.args, flats):
-            a += 1
+        for a, (plan, flat) in enumerate(zip(self.args, flats)):
             kind = plan.kind
             ids = plan.leaf_ids
             for j, leaf in enumerate(flat):
@@ -169,14 +166,14 @@ class Plan:
         if self.has_duplicated:
             check_shadows(self, [(a, p) for a, p in enumerate(self.args) if p.kind == DUPLICATED])
         elif key is not None:  # every check passed: the next call may skip the loop
-            self.template = templates.as_template(
+            self.template = templates.Template(
                 [p.leaf_ids for p in self.args],
                 active,
                 first,
                 kinds,
                 scalar_leaves,
                 n_active_arrays,
-                [u for u in range(len(leaves)) if not active[u] and not is_array(leaves[u])],
+                leaves,
             )
             templates.remember(key, self.template)
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from adswitch.leaves import ARRAY_TYPES, ROLES, SCALAR, leaf_kind, roles_of
+from adswitch.leaves import ARRAY_TYPES, ROLES, SCALAR, is_array, leaf_kind, roles_of
 
 if TYPE_CHECKING:
     from adswitch.plan import Plan
 
-__all__ = ["MIN_LEAVES", "Template", "apply", "find", "key_for", "remember"]
+__all__ = ["MIN_LEAVES", "Template", "apply", "find", "key_for", "remember", "static_positions"]
 
 #: Calls with fewer leaves derive their plan directly (the lookup would cost as much).
 MIN_LEAVES = 4
@@ -33,7 +33,8 @@ _MAX_TEMPLATES = 512
 
 
 class Template:
-    """The structure-decided part of a plan (shared, never mutated)."""
+    """The structure-decided part of a freshly derived plan, frozen (shared by every plan
+    made from it, never mutated)."""
 
     __slots__ = (
         "active",
@@ -47,23 +48,28 @@ class Template:
 
     def __init__(
         self,
-        leaf_ids: tuple[list[int], ...],
-        active: tuple[bool, ...],
-        first: tuple[tuple[int, int], ...],
-        kinds: tuple[int, ...],
-        scalar_leaves: tuple[int, ...],
+        leaf_ids: Sequence[list[int]],
+        active: Sequence[bool],
+        first: Sequence[tuple[int, int]],
+        kinds: Sequence[int],
+        scalar_leaves: Sequence[int],
         n_active_arrays: int,
-        static: tuple[int, ...],
+        leaves: Sequence[Any],
     ) -> None:
-        self.leaf_ids = leaf_ids
-        self.active = active
-        self.first = first
-        self.kinds = kinds
-        self.scalar_leaves = scalar_leaves
+        self.leaf_ids = tuple(list(ids) for ids in leaf_ids)
+        self.active = tuple(active)
+        self.first = tuple(first)
+        self.kinds = tuple(kinds)
+        self.scalar_leaves = tuple(scalar_leaves)
         self.n_active_arrays = n_active_arrays
-        # positions of the inactive leaves that are not arrays: a compiled program bakes
-        # their values in (``keys.cache_key``)
-        self.static = static
+        # a compiled program bakes the values at these positions in (``keys.cache_key``)
+        self.static = tuple(static_positions(active, leaves))
+
+
+def static_positions(active: Sequence[bool], leaves: Sequence[Any]) -> list[int]:
+    """Positions of the inactive leaves that are not arrays: their values are constants of
+    ``f`` (a compiled program bakes them in)."""
+    return [u for u in range(len(leaves)) if not active[u] and not is_array(leaves[u])]
 
 
 _TEMPLATES: dict[Hashable, Template] = {}
@@ -131,24 +137,3 @@ def remember(key: Hashable, template: Template) -> None:
 def clear() -> None:
     """Forget every template (for tests)."""
     _TEMPLATES.clear()
-
-
-def as_template(
-    leaf_ids: Sequence[list[int]],
-    active: Sequence[bool],
-    first: Sequence[tuple[int, int]],
-    kinds: Sequence[int],
-    scalar_leaves: Sequence[int],
-    n_active_arrays: int,
-    static: Sequence[int],
-) -> Template:
-    """A frozen copy of a freshly derived plan's structure-decided fields."""
-    return Template(
-        tuple(list(ids) for ids in leaf_ids),
-        tuple(active),
-        tuple(first),
-        tuple(kinds),
-        tuple(scalar_leaves),
-        n_active_arrays,
-        tuple(static),
-    )
