@@ -9,13 +9,24 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "dtype_kind",
-    "is_float_dtype",
-    "is_differentiable",
-    "is_array",
-    "memory_root",
+    "ARRAY_TYPES",
+    "PYTHON_FLOAT",
+    "ROLES",
+    "SCALAR",
+    "SCALAR_RESULT",
+    "SCALAR_TYPES",
     "describe",
+    "dtype_kind",
+    "is_array",
+    "is_differentiable",
+    "is_float_dtype",
+    "is_view",
+    "leaf_kind",
+    "memory_root",
+    "roles_of",
 ]
+
+SCALAR_TYPES = (float, int, bool, str, bytes, complex, type(None))
 
 
 def is_float_dtype(dtype: Any) -> bool:
@@ -55,17 +66,10 @@ def is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, (float, int))
 
 
-# Leaf types whose kind never depends on the value (Python scalars), and array types
-# seen before (their kind is their dtype's): one dict lookup instead of isinstance chains.
-_KIND_OF_SCALAR_TYPE: dict[type, str] = {
-    float: "f",
-    complex: "c",
-    bool: "o",
-    int: "o",
-    str: "o",
-    bytes: "o",
-    type(None): "o",
-}
+# Leaf types whose kind never depends on the value (Python scalars and their subclasses,
+# such as np.float64), and array types seen before (their kind is their dtype's): one
+# dict or set lookup instead of isinstance chains.
+_KIND_OF_SCALAR_TYPE: dict[type, str] = {}
 ARRAY_TYPES: set[type] = {np.ndarray}
 
 
@@ -80,12 +84,10 @@ def leaf_kind(x: Any) -> str:
     kind = _KIND_OF_SCALAR_TYPE.get(cls)
     if kind is not None:
         return kind
-    if isinstance(x, float):
-        return "f"
-    if isinstance(x, complex):
-        return "c"
-    if isinstance(x, (bool, int, str, bytes)) or x is None:
-        return "o"
+    if issubclass(cls, SCALAR_TYPES):
+        kind = "f" if issubclass(cls, float) else "c" if issubclass(cls, complex) else "o"
+        _KIND_OF_SCALAR_TYPE[cls] = kind
+        return kind
     dtype = getattr(x, "dtype", None)
     if dtype is None or not hasattr(x, "shape"):
         return "o"
@@ -113,9 +115,9 @@ _VIEWLESS: set[type] = set()
 
 def is_view(x: Any) -> bool:
     """Whether ``x`` views another array's memory (numpy ``.base``, torch ``._base``)."""
-    cls = type(x)
-    if cls is np.ndarray or isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray):
         return x.base is not None
+    cls = type(x)
     if cls in _VIEWLESS:
         return False
     if not hasattr(cls, "_base"):
@@ -135,8 +137,6 @@ def memory_root(x: Any) -> Any:
         x, base = base, getattr(base, "_base", None)
     return x
 
-
-SCALAR_TYPES = (float, int, bool, str, bytes, complex, type(None))
 
 # What a leaf's type says about it, looked up once per type (isinstance against tuples is
 # slow on engine array types with metaclasses).
