@@ -150,11 +150,8 @@ def _loss_function(
                     for p in arg_plans
                 ]
             )
-        if leaf_kind(out) == "f" and (isinstance(out, float) or out.shape == ()):
-            loss, out_leaves, out_def = out, [out], None  # the loss alone, the commonest
-        else:
-            loss = _loss_of(out)
-            out_leaves, out_def = trees.flatten(out)
+        loss = _loss_of(out)
+        out_leaves, out_def = trees.flatten(out)
         seen.append(out_def)
         if cache_key is not None:
             output_key = (cache_key, keys.signature(plan))
@@ -181,6 +178,8 @@ def _loss_function(
 
 def _loss_of(out: Any) -> Any:
     """The differentiated part of ``f``'s output, checked to be a real scalar."""
+    if leaf_kind(out) == "f" and (isinstance(out, float) or out.shape == ()):
+        return out  # the loss alone, the commonest output: nothing else to check
     loss = out
     if isinstance(out, (tuple, list)):
         if not out:
