@@ -102,17 +102,18 @@ def select(backend: str | Backend | None, leaves: Sequence[Any], registry: Regis
 
 # ``os.environ.get`` encodes the key and decodes the value on every call (0.7 us, a tenth
 # of the front end's cost); the mapping underneath is the same live data, read directly.
+# Where that is not CPython's layout, the public call is used.
 _ENVIRON_DATA: Any = getattr(os.environ, "_data", None)
 _ENV_KEY: Any = (
     os.environ.encodekey("ADSWITCH_BACKEND")
-    if _ENVIRON_DATA is not None and hasattr(os.environ, "encodekey")
+    if isinstance(_ENVIRON_DATA, dict) and hasattr(os.environ, "encodekey")
     else None
 )
 
 
 def _env_backend() -> str | None:
     """``os.environ.get("ADSWITCH_BACKEND")``, without the per-call encoding."""
-    if _ENV_KEY is None or not isinstance(_ENVIRON_DATA, dict):
+    if _ENV_KEY is None:
         return os.environ.get("ADSWITCH_BACKEND")
     raw = _ENVIRON_DATA.get(_ENV_KEY)
     return None if raw is None else str(os.environ.decodevalue(raw))
