@@ -199,8 +199,6 @@ class Plan:
     # -- unwrapping ---------------------------------------------------------------------
     @staticmethod
     def _unwrap(a: int, arg: Any) -> tuple[int, Any, Any]:
-        if type(arg) is np.ndarray:
-            return PLAIN, arg, None
         if isinstance(arg, Duplicated):
             return DUPLICATED, arg.val, arg.dval
         if isinstance(arg, Const):
@@ -265,8 +263,7 @@ class Plan:
         groups: dict[int, list[int]] = {}
         for u, leaf in enumerate(self.leaves):
             if self.active[u] and not isinstance(leaf, float):
-                root = leaf if type(leaf) is np.ndarray and leaf.base is None else memory_root(leaf)
-                groups.setdefault(id(root), []).append(u)
+                groups.setdefault(id(memory_root(leaf)), []).append(u)
         for members in groups.values():
             if len(members) == 1:
                 continue
