@@ -32,11 +32,7 @@ def _matmul_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
         return unbroadcast(_uncol(P.matmul(y, _col(g))), x)
     if yd == 1:  # (..., n, k) @ (k,) -> (..., n)
         return unbroadcast(_col(g) * y, x)
-    if type(g) is np.ndarray and type(y) is np.ndarray and g.shape[-1] == 1:
-        # top level, (..., n, k) @ (..., k, 1): an outer product, which a broadcast
-        # multiply computes twice as fast as matmul -- the same products, bit for bit
-        return unbroadcast(np.multiply(g, y.swapaxes(-1, -2)), x)
-    return unbroadcast(P.matmul_nt(g, y), x)
+    return unbroadcast(P.matmul_nt(g, y), x)  # (an outer product when y has one column)
 
 
 def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -46,10 +42,7 @@ def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     if xd == 1:
         return unbroadcast(_col(x) * P.reshape(g, shape=(*shape_of(g)[:-1], 1, -1)), y)
     if yd == 1:
-        return unbroadcast(_uncol(P.matmul(P.matrix_transpose(x), _col(g))), y)
-    if type(g) is np.ndarray and type(x) is np.ndarray and g.shape[-2] == 1:
-        # top level, (..., 1, k) @ (..., k, m): an outer product (see ``_matmul_x``)
-        return unbroadcast(np.multiply(x.swapaxes(-1, -2), g), y)
+        return unbroadcast(_uncol(P.matmul_tn(x, _col(g))), y)
     return unbroadcast(P.matmul_tn(x, g), y)
 
 
