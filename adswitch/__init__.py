@@ -31,8 +31,8 @@ from adswitch.errors import (
 from adswitch.namespace import array_namespace
 from adswitch.registry import BackendInfo, default_registry
 from adswitch.selection import use
-from adswitch.shadow import make_zero
 from adswitch.trees import register_tree
+from adswitch.zeros import make_zero
 
 __version__ = "0.1.0"
 

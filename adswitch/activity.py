@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from adswitch.errors import ActivityError
+from adswitch.zeros import make_zero
 
 __all__ = ["Duplicated", "Const", "Active"]
 
@@ -44,8 +45,6 @@ class Duplicated(Generic[T]):
                 "value once: Duplicated(x) or Const(x), not both."
             )
         if dval is None:
-            from adswitch.shadow import make_zero
-
             dval = make_zero(val)
         self.val = val
         self.dval = dval

@@ -1,13 +1,23 @@
-"""The ``adswitch`` command: ``adswitch backends`` and ``adswitch conformance``."""
+"""The ``adswitch`` command: ``adswitch backends``, ``adswitch --version``, and the
+subcommands other distributions add (the conformance suite adds ``adswitch conformance``).
+
+A distribution adds a subcommand ``adswitch NAME`` by declaring an entry point
+``NAME = "package.module:main"`` in the group ``adswitch.commands``; ``main(argv)`` gets
+the remaining arguments and returns the exit status. The front end imports nothing of
+those packages until their command is run.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
+
+COMMAND_GROUP = "adswitch.commands"
 
 
-def _backends(_: argparse.Namespace) -> int:
+def _backends() -> int:
     from adswitch import backends
 
     rows = [("engine", "available", "version", "capabilities / reason")]
@@ -26,20 +36,35 @@ def _backends(_: argparse.Namespace) -> int:
     return 0
 
 
+def _commands() -> dict[str, Any]:
+    """Subcommands declared by installed distributions, by name (not loaded)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=COMMAND_GROUP)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``adswitch`` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "conformance":
-        from adswitch_conformance.cli import main as conformance_main
+    extra = _commands()
+    if args and args[0] in extra:
+        command: Callable[[list[str]], int] = extra[args[0]].load()
+        return int(command(args[1:]))
+    from adswitch import __version__
 
-        return int(conformance_main(args[1:]))
-    parser = argparse.ArgumentParser(prog="adswitch", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="adswitch",
+        description="adswitch: one API to differentiate numerical code with any "
+        "automatic-differentiation engine.",
+    )
+    parser.add_argument("--version", action="version", version=f"adswitch {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("backends", help="list the engines with availability and versions")
-    commands.add_parser("conformance", help="run the conformance suite (see --help there)")
+    for name in sorted(extra):
+        commands.add_parser(name, help=f"see: adswitch {name} --help")
     parsed = parser.parse_args(args)
     if parsed.command == "backends":
-        return _backends(parsed)
+        return _backends()
     return 2
 
 

@@ -3,8 +3,12 @@
 A :class:`Plan` unwraps the activity of each argument, flattens every argument tree
 into *unique* leaves (a tied array is one leaf), decides which leaves are active,
 and checks everything that can be checked before ``f`` runs: shadows against their
-values, ties against activity, overlapping memory. Every error names the argument
-by key path and says the fix.
+values, ties against activity. Every error names the argument by key path and says
+the fix.
+
+A plan is built in one place -- its constructor -- and never changed afterwards: the
+checks it runs return what they find, and the plan keeps it. Everything downstream
+(the function the engine runs, the placement of results, the shadow writes) reads it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 
 from adswitch import templates, trees
 from adswitch.activity import Active, Const, Duplicated
-from adswitch.errors import ActivityError, AliasingError, UnsupportedError
+from adswitch.errors import ActivityError, UnsupportedError
 from adswitch.leaves import (
     ARRAY_TYPES,
     PYTHON_FLOAT,
@@ -25,45 +29,55 @@ from adswitch.leaves import (
     SCALAR_RESULT,
     describe,
     is_differentiable,
-    is_view,
     leaf_kind,
-    memory_root,
     roles_of,
 )
-from adswitch.shadow import check_shadows, no_float_in_duplicated
-from adswitch.spec import Backend
+from adswitch.shadows import DuplicatedArg, ShadowSlots, check_shadows, no_float_in_duplicated
 
-__all__ = ["Plan", "PLAIN", "CONST", "DUPLICATED"]
+__all__ = ["ArgPlan", "Plan", "PLAIN", "CONST", "DUPLICATED"]
 
 PLAIN, CONST, DUPLICATED = 0, 1, 2
-_KIND_NAMES = ("plain", "Const", "Duplicated")
-
-_NONE: dict[int, tuple[Any, Any, bool]] = {}  # shared by non-Duplicated arguments; never written
+KIND_NAMES = ("plain", "Const", "Duplicated")
 
 
 class ArgPlan:
     """One positional argument: its activity, structure, and which unique leaf each
-    of its leaves is."""
+    of its leaves is; for a ``Duplicated`` argument, where its shadow's leaves are."""
 
-    __slots__ = ("dval", "float_slots", "kind", "leaf_ids", "shadow_leaves", "treedef", "val")
+    __slots__ = ("dval", "kind", "leaf_ids", "shadow", "treedef", "val")
 
     def __init__(self, kind: int, val: Any, dval: Any, treedef: trees.TreeDef) -> None:
         self.kind = kind
         self.val = val
         self.dval = dval
-        self.treedef = treedef
-        self.leaf_ids: list[int] = []
-        self.shadow_leaves: Sequence[Any] = ()  # Duplicated only, set by the shadow check
-        # Duplicated only: leaf position -> (container, key, is_attribute) of a Python float
-        self.float_slots: dict[int, tuple[Any, Any, bool]] = {} if kind == DUPLICATED else _NONE
+        self.treedef = treedef  # None: the argument is a single leaf
+        self.leaf_ids: Sequence[int] = ()
+        self.shadow: ShadowSlots | None = None
 
 
 class Plan:
-    """Everything the front end knows about a call before the engine runs."""
+    """Everything the front end knows about a call before the engine runs.
+
+    Attributes:
+        args: one :class:`ArgPlan` per positional argument.
+        leaves: the unique leaves; ``active`` says which are differentiated.
+        first: ``(argument, position)`` of each unique leaf's first use.
+        kinds: the activity of the argument of each unique leaf's first use.
+        scalar_leaves: active Python floats and numpy scalars (their gradients are given
+            back as their own type).
+        n_active_arrays: active leaves that are not Python floats.
+        has_duplicated: some argument is ``Duplicated``.
+        untied: every leaf position is its own unique leaf (no tied arrays).
+        bare: when every argument is a single leaf, the unique leaf of each (the
+            function is then called without rebuilding any tree), else ``None``.
+        template: the template this plan came from or made (its identity stands for the
+            structure in compiled engines' cache keys), or ``None``.
+    """
 
     __slots__ = (
         "active",
         "args",
+        "bare",
         "first",
         "has_duplicated",
         "kinds",
@@ -71,27 +85,27 @@ class Plan:
         "n_active_arrays",
         "scalar_leaves",
         "template",
+        "untied",
     )
-    leaves: list[Any]  # the unique leaves
+    args: Sequence[ArgPlan]
+    leaves: list[Any]
     active: Sequence[bool]
-    first: Sequence[tuple[int, int]]  # (argument, position) of each unique leaf's first use
-    kinds: Sequence[int]  # activity of the argument of each unique leaf's first use
-    scalar_leaves: Sequence[int]  # active Python floats and numpy scalars
-    n_active_arrays: int  # active leaves that are not Python floats
+    first: Sequence[tuple[int, int]]
+    kinds: Sequence[int]
+    scalar_leaves: Sequence[int]
+    n_active_arrays: int
+    has_duplicated: bool
+    untied: bool
+    bare: Sequence[int] | None
+    template: templates.Template | None
 
     def __init__(self, args: Sequence[Any]) -> None:
-        self.args: list[ArgPlan] = []
-        self.has_duplicated = False
-        # the template this plan came from or made: its identity stands for the structure
-        self.template: templates.Template | None = None
-        if (
-            len(args) == 1
-            and type(args[0]) in ARRAY_TYPES  # numpy's and the engines' array types
-            and self._one_array(args[0])  # ad.gradient(f, x), the commonest call
-        ):
-            return
+        self.template = None
+        if len(args) == 1 and type(args[0]) in ARRAY_TYPES and self._one_array(args[0]):
+            return  # ad.gradient(f, x), the commonest call: planned directly
+        arg_plans: list[ArgPlan] = []
         flats: list[list[Any]] = []
-        n_leaves = 0
+        has_duplicated = False
         for a, arg in enumerate(args):
             arg_type = type(arg)
             if arg_type is Const:
@@ -99,25 +113,88 @@ class Plan:
             elif arg_type is np.ndarray or ROLES.get(arg_type, 0) & SCALAR:
                 kind, val, dval = PLAIN, arg, None
             else:
-                kind, val, dval = self._unwrap(a, arg)
+                kind, val, dval = _unwrap(a, arg)
             if type(val) is np.ndarray:  # a bare array: nothing to walk
                 flat, treedef = [val], None
             else:
                 flat, treedef = trees.flatten(val)
-            self.args.append(ArgPlan(kind, val, dval, treedef))
+            arg_plans.append(ArgPlan(kind, val, dval, treedef))
             flats.append(flat)
-            n_leaves += len(flat)
-            if kind == DUPLICATED:
-                self.has_duplicated = True
+            has_duplicated = has_duplicated or kind == DUPLICATED
+        self.args = arg_plans
+        self.has_duplicated = has_duplicated
+        all_leaves = [leaf for flat in flats for leaf in flat]
         key = None
-        if n_leaves >= templates.MIN_LEAVES and not self.has_duplicated:
-            all_leaves = [leaf for flat in flats for leaf in flat]
-            key = templates.key_for(tuple([(p.kind, p.treedef) for p in self.args]), all_leaves)
+        if len(all_leaves) >= templates.MIN_LEAVES and not has_duplicated:
+            key = templates.key_for(tuple([(p.kind, p.treedef) for p in arg_plans]), all_leaves)
             template = None if key is None else templates.find(key)
             if template is not None:
-                templates.apply(template, self, all_leaves)
+                self._from_template(template, all_leaves)
                 return
-        # Leaf by leaf: unique leaves, activity, ties (inline: the commonest path).
+        self._leaf_by_leaf(flats)
+        if not self.n_active_arrays and not any(self.active):
+            self._nothing_active(args)
+        if has_duplicated:
+            duplicated = [
+                DuplicatedArg(a, p.val, p.dval, p.treedef, p.leaf_ids)
+                for a, p in enumerate(arg_plans)
+                if p.kind == DUPLICATED
+            ]
+            slots = check_shadows(duplicated, self.leaves, self.active, self.path)
+            for arg, found in zip(duplicated, slots):
+                arg_plans[arg.position].shadow = found
+        elif key is not None:  # every check passed: the next call may skip the loop
+            self.template = templates.Template(
+                [p.leaf_ids for p in arg_plans],
+                self.active,
+                self.first,
+                self.kinds,
+                self.scalar_leaves,
+                self.n_active_arrays,
+                self.leaves,
+                self.bare,
+            )
+            templates.remember(key, self.template)
+
+    def _one_array(self, x: Any) -> bool:
+        """The plan of one plain floating array, directly; ``False`` (nothing set) for
+        any other kind of array, which takes the general path and its checks."""
+        roles = ROLES.get(type(x))
+        if roles is None:
+            roles = roles_of(type(x))
+        if leaf_kind(x) != "f" or roles & (SCALAR | PYTHON_FLOAT):
+            return False
+        arg = ArgPlan(PLAIN, x, None, None)
+        arg.leaf_ids = _FIRST_LEAF
+        self.args = (arg,)
+        self.leaves = [x]
+        self.active = (True,)
+        self.first = ((0, 0),)
+        self.kinds = (PLAIN,)
+        self.scalar_leaves = (0,) if roles & SCALAR_RESULT else ()
+        self.n_active_arrays = 1
+        self.has_duplicated = False
+        self.untied = True
+        self.bare = _FIRST_LEAF
+        return True
+
+    def _from_template(self, template: templates.Template, leaves: list[Any]) -> None:
+        """The structure-decided fields from a template (no ties: the unique leaves are
+        the leaves)."""
+        for arg, ids in zip(self.args, template.leaf_ids):
+            arg.leaf_ids = ids
+        self.leaves = leaves
+        self.active = template.active
+        self.first = template.first
+        self.kinds = template.kinds
+        self.scalar_leaves = template.scalar_leaves
+        self.n_active_arrays = template.n_active_arrays
+        self.untied = True
+        self.bare = template.bare
+        self.template = template
+
+    def _leaf_by_leaf(self, flats: list[list[Any]]) -> None:
+        """Unique leaves, activity, ties (inline: the commonest path)."""
         leaves: list[Any] = []
         active: list[bool] = []
         first: list[tuple[int, int]] = []
@@ -128,9 +205,10 @@ class Plan:
         index_of: dict[int, int] = {}
         complex_seen = False
         n_active_arrays = 0
+        n_positions = 0
         for a, (plan, flat) in enumerate(zip(self.args, flats)):
             kind = plan.kind
-            ids = plan.leaf_ids
+            ids: list[int] = []
             for j, leaf in enumerate(flat):
                 leaf_type = type(leaf)
                 roles = ROLES.get(leaf_type)
@@ -158,67 +236,24 @@ class Plan:
                 elif kinds[u] != kind and is_differentiable(leaf):
                     self._tie_conflict(u, a, j, kind)
                 ids.append(u)
+            plan.leaf_ids = ids
+            n_positions += len(ids)
         self.n_active_arrays = n_active_arrays
+        self.untied = len(leaves) == n_positions
+        self.bare = bare_positions(self.args)
         if complex_seen:
             self._check_complex()
-        if not n_active_arrays and not any(active):
-            self._nothing_active(args)
-        if self.has_duplicated:
-            check_shadows(self, [(a, p) for a, p in enumerate(self.args) if p.kind == DUPLICATED])
-        elif key is not None:  # every check passed: the next call may skip the loop
-            self.template = templates.Template(
-                [p.leaf_ids for p in self.args],
-                active,
-                first,
-                kinds,
-                scalar_leaves,
-                n_active_arrays,
-                leaves,
-            )
-            templates.remember(key, self.template)
-
-    def _one_array(self, x: Any) -> bool:
-        """The plan of one plain floating array, directly; ``False`` (nothing set) for
-        any other kind of array, which takes the general path and its checks."""
-        roles = ROLES.get(type(x))
-        if roles is None:
-            roles = roles_of(type(x))
-        if leaf_kind(x) != "f" or roles & (SCALAR | PYTHON_FLOAT):
-            return False
-        plan = ArgPlan(PLAIN, x, None, None)
-        plan.leaf_ids = [0]
-        self.args = [plan]
-        self.leaves = [x]
-        self.active = (True,)
-        self.first = ((0, 0),)
-        self.kinds = (PLAIN,)
-        self.scalar_leaves = (0,) if roles & SCALAR_RESULT else ()
-        self.n_active_arrays = 1
-        return True
-
-    # -- unwrapping ---------------------------------------------------------------------
-    @staticmethod
-    def _unwrap(a: int, arg: Any) -> tuple[int, Any, Any]:
-        if isinstance(arg, Duplicated):
-            return DUPLICATED, arg.val, arg.dval
-        if isinstance(arg, Const):
-            return CONST, arg.val, None
-        if isinstance(arg, Active):
-            raise ActivityError(
-                f"args[{a}] is Active(...), which adswitch does not use: pass the value plain "
-                "to get its gradient returned, or Duplicated(x) to have it added into a shadow."
-            )
-        return PLAIN, arg, None
 
     def path(self, a: int, j: int) -> str:
+        """The key path of position ``j`` of argument ``a``, e.g. ``args[1]['W']``."""
         return trees.leaf_path(self.args[a].treedef, f"args[{a}]", j)
 
     # -- checks ---------------------------------------------------------------------------
     def _tie_conflict(self, u: int, a: int, j: int, kind: int) -> None:
         fa, fj = self.first[u]
         raise ActivityError(
-            f"the same array is passed as {_KIND_NAMES[self.kinds[u]]} at {self.path(fa, fj)} "
-            f"and as {_KIND_NAMES[kind]} at {self.path(a, j)}, so its gradient has no single "
+            f"the same array is passed as {KIND_NAMES[self.kinds[u]]} at {self.path(fa, fj)} "
+            f"and as {KIND_NAMES[kind]} at {self.path(a, j)}, so its gradient has no single "
             "destination. Pass it once, or pass a copy (x.copy()) where it must differ."
         )
 
@@ -248,38 +283,25 @@ class Plan:
                     "imaginary parts, or pass it as Const."
                 )
 
-    def check_overlap(self, engine: Backend) -> None:
-        """Distinct active arrays must not share memory (a view and its base)."""
-        if self.n_active_arrays < 2:
-            return
-        active = self.active
-        for u, leaf in enumerate(self.leaves):
-            if not active[u] or isinstance(leaf, float):
-                continue
-            if is_view(leaf):
-                break  # a view: group by memory below
-        else:
-            return  # every active array owns its memory, and they are distinct objects
-        groups: dict[int, list[int]] = {}
-        for u, leaf in enumerate(self.leaves):
-            if self.active[u] and not isinstance(leaf, float):
-                groups.setdefault(id(memory_root(leaf)), []).append(u)
-        for members in groups.values():
-            if len(members) == 1:
-                continue
-            for i, u in enumerate(members):
-                for v in members[i + 1 :]:
-                    a, b = self.leaves[u], self.leaves[v]
-                    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-                        overlap = bool(np.shares_memory(a, b))
-                    else:
-                        overlap = engine.may_alias(a, b)
-                    if overlap:
-                        self._overlap_error(u, v)
 
-    def _overlap_error(self, u: int, v: int) -> None:
-        raise AliasingError(
-            f"{self.path(*self.first[u])} and {self.path(*self.first[v])} are distinct arrays "
-            "that share memory (a view and its base), so a gradient for each is ambiguous. "
-            "Pass the base array once and take the view inside f, or pass a copy (x.copy())."
+_FIRST_LEAF = (0,)
+
+
+def bare_positions(args: Sequence[ArgPlan]) -> Sequence[int] | None:
+    """The unique leaf of each argument when every argument is a single leaf."""
+    if all(p.treedef is None for p in args):
+        return tuple([p.leaf_ids[0] for p in args])
+    return None
+
+
+def _unwrap(a: int, arg: Any) -> tuple[int, Any, Any]:
+    if isinstance(arg, Duplicated):
+        return DUPLICATED, arg.val, arg.dval
+    if isinstance(arg, Const):
+        return CONST, arg.val, None
+    if isinstance(arg, Active):
+        raise ActivityError(
+            f"args[{a}] is Active(...), which adswitch does not use: pass the value plain "
+            "to get its gradient returned, or Duplicated(x) to have it added into a shadow."
         )
+    return PLAIN, arg, None

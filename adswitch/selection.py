@@ -100,23 +100,8 @@ def select(backend: str | Backend | None, leaves: Sequence[Any], registry: Regis
     return found if found is not None else registry.get(DEFAULT_BACKEND)
 
 
-# ``os.environ.get`` encodes the key and decodes the value on every call (0.7 us, a tenth
-# of the front end's cost); the mapping underneath is the same live data, read directly.
-# Where that is not CPython's layout, the public call is used.
-_ENVIRON_DATA: Any = getattr(os.environ, "_data", None)
-_ENV_KEY: Any = (
-    os.environ.encodekey("ADSWITCH_BACKEND")
-    if isinstance(_ENVIRON_DATA, dict) and hasattr(os.environ, "encodekey")
-    else None
-)
-
-
 def _env_backend() -> str | None:
-    """``os.environ.get("ADSWITCH_BACKEND")``, without the per-call encoding."""
-    if _ENV_KEY is None:
-        return os.environ.get("ADSWITCH_BACKEND")
-    raw = _ENVIRON_DATA.get(_ENV_KEY)
-    return None if raw is None else str(os.environ.decodevalue(raw))
+    return os.environ.get("ADSWITCH_BACKEND") or None
 
 
 def _from_array_types(leaves: Sequence[Any], registry: Registry) -> Backend | None:

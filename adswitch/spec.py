@@ -48,6 +48,10 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import pluggy
 
+# The adapter kit (lazy engine loading, the user's line for messages), re-exported here:
+# plugins import everything they use of adswitch from this module.
+from adswitch.kit import EngineLoader, user_line
+
 __all__ = [
     "PROJECT",
     "ENTRY_POINT_GROUP",
@@ -58,7 +62,9 @@ __all__ = [
     "LossFn",
     "Backend",
     "BackendBase",
+    "EngineLoader",
     "adswitch_backend",
+    "user_line",
 ]
 
 PROJECT = "adswitch"
@@ -106,15 +112,15 @@ class CallInfo(NamedTuple):
         depth: how many differentiations on this same engine enclose this call
             (0 at top level). An engine that must build a differentiable backward pass
             for an outer call (torch's ``create_graph``) does so exactly when ``depth > 0``.
-        cache_key: a hashable that is equal for two calls exactly when they call the
+        cache_key: an opaque hashable, equal for two calls exactly when they call the
             same user function on arguments of the same tree structure, ties and
             activity -- everything except the leaves' values, shapes and dtypes, which
             the engine adds itself. ``None`` when the function cannot be keyed (then do
-            not cache).
+            not cache). Compare it, never look inside it.
         entry: ``"gradient"`` or ``"withgradient"`` (an engine may skip concretizing outputs
             the caller will not see; the default is to treat both alike).
         func: the user's function (for engines that guard what a compiled program baked
-            in, and to name it in messages).
+            in, and to name it in messages). Always set by the front end.
     """
 
     depth: int = 0
@@ -123,17 +129,32 @@ class CallInfo(NamedTuple):
     func: Callable[..., Any] | None = None
 
 
-LossFn = Callable[[Sequence[Any]], tuple[Any, list[Any]]]
-"""``fn(leaves) -> (loss, out_leaves)``.
+class LossFn(Protocol):
+    """``fn(leaves) -> (loss, out_leaves)``, built by the front end.
 
-Built by the front end. Called with one value per leaf (traced values at the active
-positions, the leaves themselves -- or the engine's constant version of them --
-elsewhere), it rebuilds the user's arguments (tied positions share one value), calls
-the user's function, checks the output and returns ``loss`` (the 0-d value to
-differentiate, possibly a Python float) and ``out_leaves`` (the flat leaves of the whole
-output, the loss among them; arrays, traced values, strings, anything). Exceptions
-raised by the user's function propagate unchanged; let them through.
-"""
+    Called with one value per leaf (traced values at the active positions, the leaves
+    themselves -- or the engine's constant version of them -- elsewhere), it rebuilds the
+    user's arguments (tied positions share one value), calls the user's function, checks
+    the output and returns ``loss`` (the 0-d value to differentiate, possibly a Python
+    float) and ``out_leaves`` (the flat leaves of the whole output, the loss among them;
+    arrays, traced values, strings, anything). Exceptions raised by the user's function
+    propagate unchanged; let them through.
+
+    Each call also records how to rebuild the output from ``out_leaves``
+    (:attr:`output_structure`, an opaque hashable). An engine that returns outputs
+    *without* calling ``fn`` -- a compiled program reused from a cache -- must store
+    ``fn.output_structure`` with its program after the call that traced it, and call
+    ``fn.reuse(structure)`` with it when it skips ``fn`` later. Engines that always call
+    ``fn`` need neither.
+    """
+
+    output_structure: Hashable
+
+    def __call__(self, values: Sequence[Any], /) -> tuple[Any, list[Any]]: ...
+
+    def reuse(self, structure: Hashable, /) -> None:
+        """Declare that this call's outputs have ``structure`` (``fn`` was not called)."""
+        ...
 
 
 class Backend(Protocol):

@@ -18,14 +18,11 @@ A template is used only when the answer cannot differ:
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from adswitch.leaves import ARRAY_TYPES, ROLES, SCALAR, is_array, leaf_kind, roles_of
 
-if TYPE_CHECKING:
-    from adswitch.plan import Plan
-
-__all__ = ["MIN_LEAVES", "Template", "apply", "find", "key_for", "remember", "static_positions"]
+__all__ = ["MIN_LEAVES", "Template", "find", "key_for", "remember", "static_positions"]
 
 #: Calls with fewer leaves derive their plan directly (the lookup would cost as much).
 MIN_LEAVES = 4
@@ -38,6 +35,7 @@ class Template:
 
     __slots__ = (
         "active",
+        "bare",
         "first",
         "kinds",
         "leaf_ids",
@@ -48,15 +46,17 @@ class Template:
 
     def __init__(
         self,
-        leaf_ids: Sequence[list[int]],
+        leaf_ids: Sequence[Sequence[int]],
         active: Sequence[bool],
         first: Sequence[tuple[int, int]],
         kinds: Sequence[int],
         scalar_leaves: Sequence[int],
         n_active_arrays: int,
         leaves: Sequence[Any],
+        bare: Sequence[int] | None,
     ) -> None:
-        self.leaf_ids = tuple(list(ids) for ids in leaf_ids)
+        self.leaf_ids = tuple(tuple(ids) for ids in leaf_ids)
+        self.bare = bare  # see ``Plan.bare``
         self.active = tuple(active)
         self.first = tuple(first)
         self.kinds = tuple(kinds)
@@ -108,20 +108,6 @@ def key_for(kinds_and_treedefs: tuple[Any, ...], leaves: list[Any]) -> Hashable 
     except TypeError:  # an unhashable tree node's auxiliary data
         return None
     return key
-
-
-def apply(template: Template, plan: Plan, leaves: list[Any]) -> None:
-    """Give ``plan`` the template's structure-decided fields (no ties: the unique leaves
-    are the leaves)."""
-    for arg, ids in zip(plan.args, template.leaf_ids):
-        arg.leaf_ids = ids
-    plan.leaves = leaves
-    plan.active = template.active
-    plan.first = template.first
-    plan.kinds = template.kinds
-    plan.scalar_leaves = template.scalar_leaves
-    plan.n_active_arrays = template.n_active_arrays
-    plan.template = template
 
 
 def find(key: Hashable) -> Template | None:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import autograd
 import autograd.numpy as anp
 from adswitch_autograd.plugin import AutogradBackend
-from timing import compare, fmt_seconds, print_table
+from timing import RawLossFn, compare, fmt_seconds, print_table
 from workloads import WORKLOADS
 
 import adswitch as ad
@@ -68,7 +68,7 @@ def engine_only(loss: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[],
         value = loss(*rebuild(leaves))
         return value, [value]
 
-    return lambda: backend.value_and_grad(fn, flat, active, info)
+    return lambda: backend.value_and_grad(RawLossFn(fn), flat, active, info)
 
 
 def _flatten(args: tuple[Any, ...]) -> tuple[list[Any], Callable[[Any], tuple[Any, ...]]]:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import jax
 import jax.numpy as jnp
-from timing import calibrate, fmt_seconds, print_table, time_once
+from timing import RawLossFn, calibrate, fmt_seconds, print_table, time_once
 from workloads import WORKLOADS
 
 import adswitch as ad
@@ -127,11 +127,12 @@ def breakdown() -> None:
         value = loss(leaves[0])
         return value, [value]
 
-    info = CallInfo(depth=0, cache_key=(loss, "bench"), entry="gradient")
+    raw_fn = RawLossFn(fn)
+    info = CallInfo(depth=0, cache_key=(loss, "bench"), entry="gradient", func=loss)
     medians = compare(
         {
             "jax.jit(jax.grad)": lambda: direct(x),
-            "engine.value_and_grad": lambda: engine.value_and_grad(fn, [x], [True], info),
+            "engine.value_and_grad": lambda: engine.value_and_grad(raw_fn, [x], [True], info),
             'ad.gradient(backend="jax")': lambda: ad.gradient(loss, x, backend="jax"),
             "ad.gradient (engine from array type)": lambda: ad.gradient(loss, x),
         }

@@ -39,7 +39,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 
 from adswitch_torch import TorchBackend
-from timing import fmt_seconds, keep_heap, print_table
+from timing import RawLossFn, fmt_seconds, keep_heap, print_table
 from workloads import WORKLOADS, mlp_forward
 
 import adswitch as ad
@@ -130,8 +130,10 @@ def contenders(name: str) -> dict[str, Callable[[], Any]]:
         out = loss(rebuild(list(values[:n])), *values[n:])
         return out, [out]
 
+    raw_fn = RawLossFn(fn)
+
     def engine() -> Any:
-        return backend.value_and_grad(fn, all_leaves, active, info)
+        return backend.value_and_grad(raw_fn, all_leaves, active, info)
 
     consts = [ad.Const(r) for r in rest]
 

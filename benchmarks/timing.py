@@ -11,8 +11,23 @@ import ctypes
 import gc
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
+
+
+class RawLossFn:
+    """A plain ``fn(values) -> (loss, out_leaves)`` in the engine contract's ``LossFn``
+    form, for timing an engine called directly (without the front end)."""
+
+    def __init__(self, fn: Callable[[Sequence[Any]], tuple[Any, list[Any]]]) -> None:
+        self.fn = fn
+        self.output_structure: Hashable = None
+
+    def __call__(self, values: Sequence[Any], /) -> tuple[Any, list[Any]]:
+        return self.fn(values)
+
+    def reuse(self, structure: Hashable, /) -> None:
+        self.output_structure = structure
 
 
 def time_once(fn: Callable[[], Any], inner: int) -> float:

@@ -51,7 +51,8 @@ def test_immutable_shadow_is_refused_before_f_runs(fresh_registry: Registry, mon
 
 class CachingEngine(FiniteDifferenceBackend):
     """Runs ``fn`` once per (cache key, shapes); afterwards returns remembered outputs
-    without calling ``fn``, as a compiled program does."""
+    without calling ``fn``, as a compiled program does -- and, as the contract asks of
+    such engines, hands the output structure it saw back with ``fn.reuse``."""
 
     name = "caching"
     capabilities = Capabilities(compiles=True)
@@ -64,10 +65,11 @@ class CachingEngine(FiniteDifferenceBackend):
         self.calls.append(info)
         key = (info.cache_key, tuple(np.shape(leaf) for leaf in leaves))
         if key not in self.programs:
-            self.programs[key] = FiniteDifferenceBackend.value_and_grad(
-                self, fn, leaves, active, info
-            )
-        out, grads = self.programs[key]
+            out, grads = FiniteDifferenceBackend.value_and_grad(self, fn, leaves, active, info)
+            self.programs[key] = (out, grads, fn.output_structure)
+        else:
+            out, grads, structure = self.programs[key]
+            fn.reuse(structure)
         return out, grads
 
 
@@ -87,6 +89,23 @@ def test_compiled_program_output_structure_is_remembered_per_shape() -> None:
     keys = {info.cache_key for info in engine.calls}
     assert len(keys) == 1 and None not in keys
     assert all(info.func is f for info in engine.calls)
+
+
+def test_an_engine_that_skips_fn_without_the_handshake_gets_a_clear_error() -> None:
+    class Forgetful(CachingEngine):
+        def value_and_grad(self, fn, leaves, active, info):
+            key = (info.cache_key, tuple(np.shape(leaf) for leaf in leaves))
+            if key in self.programs:
+                return self.programs[key][:2]  # no fn.reuse: the front end cannot rebuild
+            return super().value_and_grad(fn, leaves, active, info)
+
+    def f(x: Any) -> Any:
+        return float(np.sum(x)), 1
+
+    engine = Forgetful()
+    ad.withgradient(f, np.ones(2), backend=engine)
+    with pytest.raises(ad.OutputError, match="engine bug"):
+        ad.withgradient(f, np.ones(2), backend=engine)
 
 
 def test_cache_key_changes_with_activity_and_constants() -> None:

@@ -33,7 +33,6 @@ from adswitch_jax._entries import (
     name_of,
     note_compile,
     owner_of,
-    ran_f_eagerly,
 )
 from adswitch_jax._errors import TRACE_FAILURES, translate
 from adswitch_jax._guard import Guard
@@ -58,16 +57,6 @@ def reset() -> None:
     """Forget every compiled program and compile count (for tests)."""
     CACHE.clear()
     forget_compiles()
-
-
-def _user_function(info: CallInfo) -> Any:
-    # Used only to guard captured values and to name the function in warnings.
-    if info.func is not None:
-        return info.func
-    key = info.cache_key
-    if isinstance(key, tuple) and key and callable(key[0]):
-        return key[0]
-    return None
 
 
 def value_and_grad(
@@ -142,17 +131,15 @@ def _run(
     # follow them; inside another differentiation: whatever the enclosing call had.
     semantics: bool | None = None if traced else not jax_kind
     if traced:
-        ran_f_eagerly(info.cache_key)
         return finish(*eager(fn, leaves, active, semantics), leaves, active, jax_kind)
-    func = _user_function(info)
+    func = info.func  # to guard what a program baked in, and to name f in warnings
     with_outputs = info.entry != "gradient"
     entry: Entry | None = None
     key: Hashable = (info.cache_key, x64, with_outputs, tuple(sig))
     try:
         entry = None if info.cache_key is None else CACHE.get(key)
     except TypeError:  # an unhashable constant leaf
-        ran_f_eagerly(info.cache_key)
-        info = CallInfo(info.depth, None, info.entry)
+        info = info._replace(cache_key=None)
     if info.cache_key is None:
         warn_once(
             ("unkeyed", func),
@@ -186,7 +173,6 @@ def _run(
             )
             note_compile(func)
     if entry.mode == EAGER or entry.program is None:
-        entry.owner.last = entry
         return finish(*eager(fn, leaves, active, semantics), leaves, active, jax_kind)
     try:
         arrays, grads = entry.program(*[leaves[i] for i in dyn])
@@ -200,11 +186,10 @@ def _run(
             "runs it eagerly (much slower). Fix: use xp.where / jax.lax.cond instead of "
             "Python if/while on array values.",
         )
-        entry.owner.last = entry
         return finish(*eager(fn, leaves, active, semantics), leaves, active, jax_kind)
     trace = entry.trace
     if fresh:
-        entry.owner.last = entry
+        entry.output_structure = fn.output_structure  # f ran while jax traced it
         if with_outputs and trace.aux_types:
             entry.mode = JIT_AUX
             warn_once(
@@ -217,14 +202,11 @@ def _run(
         CACHE.put(key, entry)
 
     out_leaves: list[Any] = [None] * trace.n_out
-    owner = entry.owner
-    if entry.mode == JIT_AUX or owner.last is not entry:
-        # The front end remembers one output structure per function, from whichever
-        # program last ran f; when that was another program of this function (other
-        # shapes), one plain call of f shows it this one's structure again.
-        out_leaves = forward(fn, leaves, active)
-        owner.last = entry
+    if entry.mode == JIT_AUX:
+        out_leaves = forward(fn, leaves, active)  # the non-array outputs, from f itself
     else:
+        if not fresh:
+            fn.reuse(entry.output_structure)  # f did not run: say what its outputs were
         # Without outputs (ad.gradient) the front end discards them: placeholders suffice.
         for pos, array in zip(trace.slots, arrays):
             out_leaves[pos] = array

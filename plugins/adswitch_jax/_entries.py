@@ -21,7 +21,6 @@ __all__ = [
     "name_of",
     "note_compile",
     "owner_of",
-    "ran_f_eagerly",
 ]
 
 JIT, JIT_AUX, EAGER = "jit", "jit+eager outputs", "eager"
@@ -32,14 +31,13 @@ _RECOMPILE_WARN_AFTER = 8
 
 
 class Owner:
-    """Shared by the programs of one front-end key (one function, many shapes): which of
-    them last ran ``f``, so whose output structure the front end remembers."""
+    """Shared by the programs of one front-end key (one function, many shapes): how many
+    of them were dropped because what ``f`` reads changed."""
 
-    __slots__ = ("__weakref__", "last", "stale")
+    __slots__ = ("__weakref__", "stale")
 
     def __init__(self) -> None:
-        self.last: Entry | None = None
-        self.stale = 0  # programs dropped because what f reads changed
+        self.stale = 0
 
 
 # Weak values: an owner lives as long as a cached program of its key does.
@@ -49,30 +47,15 @@ _owners: weakref.WeakValueDictionary[Hashable, Owner] = weakref.WeakValueDiction
 class Entry:
     """One cached program, the objects it baked in, and how to run it."""
 
-    __slots__ = ("guard", "mode", "owner", "program", "trace")
+    __slots__ = ("guard", "mode", "output_structure", "owner", "program", "trace")
 
     def __init__(self, owner: Owner) -> None:
         self.mode = JIT
+        self.output_structure: Hashable = None  # what the LossFn said when f was traced
         self.guard: Guard | None = None  # set once the program ran: what it baked in
         self.owner = owner
         self.trace = Trace()
         self.program: Callable[..., Any] | None = None
-
-
-def ran_f_eagerly(cache_key: Hashable) -> None:
-    """Note that ``f`` ran outside every cached program of ``cache_key``.
-
-    The output structure the front end remembers for the key is then that run's, which no
-    cached program can vouch for: the next cached call shows it its own again.
-    """
-    if cache_key is None:
-        return
-    try:
-        owner = _owners.get(cache_key)
-    except TypeError:
-        return
-    if owner is not None:
-        owner.last = None
 
 
 def owner_of(cache_key: Hashable) -> Owner:

@@ -59,15 +59,24 @@ Example:
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from adswitch.errors import ActivityError, BackendUnavailableError
-from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+from adswitch.errors import ActivityError
+from adswitch.spec import (
+    Backend,
+    BackendBase,
+    CallInfo,
+    Capabilities,
+    EngineLoader,
+    LossFn,
+    hookimpl,
+)
 
 __all__ = ["JaxBackend", "adswitch_backend"]
+
+_INSTALL_HINT = 'pip install "adswitch[jax]"'
 
 
 class JaxBackend(BackendBase):
@@ -79,7 +88,7 @@ class JaxBackend(BackendBase):
     """
 
     name = "jax"
-    install_hint = 'pip install "adswitch[jax]"'
+    install_hint = _INSTALL_HINT
     capabilities = Capabilities(
         nested=True,
         mutation=False,
@@ -93,29 +102,17 @@ class JaxBackend(BackendBase):
     array_modules: tuple[str, ...] = ("jax", "jaxlib")
 
     def __init__(self) -> None:
+        self._loader = EngineLoader("jax", "adswitch_jax._engine", ("jax", "jaxlib"), _INSTALL_HINT)
         self._engine: ModuleType | None = None
 
     def version(self) -> str:
-        try:
-            version = importlib.metadata.version("jax")
-            importlib.metadata.version("jaxlib")
-        except importlib.metadata.PackageNotFoundError as exc:
-            raise BackendUnavailableError(
-                f"the jax engine needs jax and jaxlib, which are not installed. Fix: "
-                f"{self.install_hint}"
-            ) from exc
-        return version
+        return self._loader.version()
 
     def _load(self) -> ModuleType:
-        if self._engine is None:
-            try:
-                from adswitch_jax import _engine
-            except ImportError as exc:
-                raise BackendUnavailableError(
-                    f"the jax engine could not import jax ({exc}). Fix: {self.install_hint}"
-                ) from exc
-            self._engine = _engine
-        return self._engine
+        engine = self._engine
+        if engine is None:
+            engine = self._engine = self._loader.load()
+        return engine
 
     def namespace(self, arrays: Sequence[Any]) -> Any:
         import jax.numpy as jnp

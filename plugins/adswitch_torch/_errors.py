@@ -10,13 +10,10 @@ torch's exception chained. Anything unrecognised is left alone (returns ``None``
 
 from __future__ import annotations
 
-import linecache
-import os
-import sys
 from types import TracebackType
 
-import adswitch
 from adswitch.errors import MutationError, UnsupportedError
+from adswitch.spec import user_line as kit_user_line
 
 __all__ = [
     "translate_forward",
@@ -46,44 +43,19 @@ _NUMPY_MARKERS = (
     "'numpy.ndarray' and 'Tensor'",
     "'Tensor' and 'numpy.ndarray'",
 )
-# Frames of adswitch itself are bookkeeping, never the line the user wants to see.
-_SKIP_DIRS = (
-    os.path.dirname(os.path.abspath(__file__)) + os.sep,
-    os.path.dirname(os.path.abspath(adswitch.__file__)) + os.sep,
-)
-
-
-def _is_user_file(filename: str) -> bool:
-    return f"{os.sep}torch{os.sep}" not in filename and not filename.startswith(_SKIP_DIRS)
-
-
-def _where(filename: str, lineno: int) -> str:
-    source = linecache.getline(filename, lineno).strip()
-    found = f" at {os.path.basename(filename)}:{lineno}"
-    return found + f": `{source}`" if source else found
+# Frames of adswitch, of this adapter and of torch are bookkeeping, not the user's line.
+_NOT_USER = ("adswitch_torch", "torch")
 
 
 def user_line(tb: TracebackType | None) -> str:
     """``" at file:line: `source`"`` for the innermost traceback frame outside torch
     and adswitch, or ``""``."""
-    found = ""
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if _is_user_file(filename):
-            found = _where(filename, tb.tb_lineno)
-        tb = tb.tb_next
-    return found
+    return kit_user_line(tb, skip=_NOT_USER)
 
 
 def caller_line() -> str:
     """Like :func:`user_line`, for the innermost user frame of the current stack."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if _is_user_file(filename):
-            return _where(filename, frame.f_lineno)
-        frame = frame.f_back  # type: ignore[assignment]
-    return ""
+    return kit_user_line(skip=_NOT_USER)
 
 
 def translate_forward(exc: BaseException) -> Exception | None:

@@ -47,7 +47,6 @@ that TorchScript and ``torch.compile`` resolve by identity, for every torch user
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -55,13 +54,23 @@ from typing import Any
 import numpy as np
 
 from adswitch.errors import BackendUnavailableError, UnsupportedError
-from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+from adswitch.spec import (
+    Backend,
+    BackendBase,
+    CallInfo,
+    Capabilities,
+    EngineLoader,
+    LossFn,
+    hookimpl,
+)
 
 from ._backward import GradFn, make_grad
 from ._call import differentiate
 from ._convert import byte_range
 
 __all__ = ["TorchBackend", "adswitch_backend"]
+
+_INSTALL_HINT = 'pip install "adswitch[torch]"'
 
 
 class TorchBackend(BackendBase):
@@ -81,7 +90,7 @@ class TorchBackend(BackendBase):
     """
 
     name = "torch"
-    install_hint = 'pip install "adswitch[torch]"'
+    install_hint = _INSTALL_HINT
     capabilities = Capabilities(
         nested=True,
         mutation=False,
@@ -104,6 +113,7 @@ class TorchBackend(BackendBase):
                 differentiated (torch would silently treat the number as a constant)
                 with ``UnsupportedError``. Costs ~25 µs per call (``_guard``).
         """
+        self._loader = EngineLoader("torch", "torch", ("torch",), _INSTALL_HINT)
         self._copy_saved = copy_saved
         self._strict = strict
         if copy_saved:
@@ -116,24 +126,14 @@ class TorchBackend(BackendBase):
     def _engine(self) -> Any:
         torch = self._torch
         if torch is None:
-            try:
-                import torch
-            except ImportError as exc:
-                raise BackendUnavailableError(
-                    f"torch: the engine is not installed ({exc}). Fix: {self.install_hint}"
-                ) from exc
+            torch = self._loader.load()
             self._grad = make_grad(torch)
             self._torch = torch
         return torch
 
     def version(self) -> str:
         """torch's version, read from package metadata (torch is not imported)."""
-        try:
-            return importlib.metadata.version("torch")
-        except importlib.metadata.PackageNotFoundError as exc:
-            raise BackendUnavailableError(
-                f"torch: the engine is not installed. Fix: {self.install_hint}"
-            ) from exc
+        return self._loader.version()
 
     def namespace(self, arrays: Sequence[Any]) -> Any:
         """``array_api_compat.torch`` with float64 creation defaults (see ``namespace``)."""
@@ -148,7 +148,7 @@ class TorchBackend(BackendBase):
                 raise BackendUnavailableError(
                     f"torch: ad.array_namespace needs array-api-compat ({exc}). "
                     f"Fix: {self.install_hint}"
-                ) from exc
+                ) from None
         return ns
 
     def value_and_grad(

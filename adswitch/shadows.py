@@ -1,4 +1,5 @@
-"""Shadows of ``Duplicated`` arguments: making them, checking them, writing into them.
+"""Shadows of ``Duplicated`` arguments: checking them before ``f`` runs, writing into them
+after.
 
 Writing happens only after the engine has returned every gradient and every check
 has passed, so that an exception anywhere leaves every shadow exactly as it was.
@@ -7,70 +8,31 @@ has passed, so that an exception anywhere leaves every shadow exactly as it was.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from adswitch import trees
 from adswitch.errors import ActivityError, AliasingError
-from adswitch.leaves import SCALAR_TYPES, describe, is_array, is_differentiable
+from adswitch.leaves import SCALAR_TYPES, describe, is_array
 from adswitch.registry import default_registry
 from adswitch.spec import Backend
 
-if TYPE_CHECKING:
-    from adswitch.plan import ArgPlan, Plan
+__all__ = [
+    "DuplicatedArg",
+    "ShadowSlots",
+    "check_shadows",
+    "float_slot",
+    "write",
+    "write_float",
+]
 
-__all__ = ["check_shadows", "make_zero", "zeros_like", "float_slot", "write"]
-
-
-def zeros_like(x: Any) -> Any:
-    """A zero array like ``x``, of ``x``'s own kind (numpy, or the owning engine's)."""
-    if isinstance(x, np.ndarray):
-        return np.zeros_like(x)
-    owner = default_registry().owner(x)
-    if owner is None:
-        return np.zeros_like(x)
-    return owner.zeros_like(x)
+FloatSlot = tuple[Any, Any, bool]
+"""Where a Python float of a shadow lives: ``(container, key, is_attribute)``."""
 
 
-def make_zero(tree: Any) -> Any:
-    """A zero shadow of ``tree``: same structure and container types, aliasing preserved.
-
-    Floating arrays become zero arrays of the same kind, shape, dtype and device (one
-    shadow per array *object*, so a parameter tied at two places has one shadow);
-    Python floats become ``0.0``; every other leaf (ints, strings, integer arrays,
-    callables) is kept as the same object, since it never receives a gradient.
-
-    Args:
-        tree: any tree the walker knows (see :func:`adswitch.register_tree`).
-
-    Returns:
-        The shadow tree.
-
-    Example:
-        >>> import adswitch as ad, numpy as np
-        >>> w = np.ones(2)
-        >>> z = ad.make_zero({"a": w, "b": w, "n": 3})
-        >>> z["a"] is z["b"], z["a"].tolist(), z["n"]
-        (True, [0.0, 0.0], 3)
-    """
-    leaves, treedef = trees.flatten(tree)
-    memo: dict[int, Any] = {}
-    zeros: list[Any] = []
-    for leaf in leaves:
-        if isinstance(leaf, float):
-            zeros.append(type(leaf)(0.0))
-        elif is_array(leaf) and is_differentiable(leaf):
-            key = id(leaf)
-            if key not in memo:
-                memo[key] = zeros_like(leaf)
-            zeros.append(memo[key])
-        else:
-            zeros.append(leaf)
-    return trees.unflatten(treedef, zeros)
-
-
-def float_slot(tree: Any, treedef: trees.TreeDef, index: int, path: str) -> tuple[Any, Any, bool]:
+def float_slot(tree: Any, treedef: trees.TreeDef, index: int, path: str) -> FloatSlot:
     """Locate leaf ``index`` of ``tree`` as ``(container, key, is_attribute)`` so that a
     Python float there can be replaced; ``ActivityError`` if the container is immutable."""
     counter = [0]
@@ -160,6 +122,16 @@ def write(engine: Backend, shadow: Any, grad: Any, zero: bool) -> None:
     engine.add_into(shadow, grad)
 
 
+def write_float(slot: FloatSlot, grad: Any, zero: bool) -> None:
+    """Replace the Python float at ``slot`` by ``grad`` (added to it unless ``zero``)."""
+    container, key, is_attr = slot
+    old = 0.0 if zero else (getattr(container, key) if is_attr else container[key])
+    if is_attr:
+        setattr(container, key, old + grad)
+    else:
+        container[key] = old + grad
+
+
 def no_float_in_duplicated(a: int, val: Any) -> None:
     raise ActivityError(
         f"args[{a}] is Duplicated({describe(val)}), which has no floating array leaf "
@@ -168,16 +140,47 @@ def no_float_in_duplicated(a: int, val: Any) -> None:
     )
 
 
-def check_shadows(plan: Plan, duplicated: list[tuple[int, ArgPlan]]) -> None:
+class DuplicatedArg(NamedTuple):
+    """One ``Duplicated`` argument, as the plan sees it."""
+
+    position: int  # the argument's index
+    val: Any
+    dval: Any
+    treedef: trees.TreeDef
+    leaf_ids: Sequence[int]  # the unique leaf of each of its positions
+
+
+class ShadowSlots(NamedTuple):
+    """What the shadow check found for one ``Duplicated`` argument, for writing later."""
+
+    leaves: Sequence[Any]  # the shadow's leaves, one per position of the value
+    floats: dict[int, FloatSlot]  # position -> where a Python float's gradient goes
+
+
+def check_shadows(
+    duplicated: Sequence[DuplicatedArg],
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    path: Callable[[int, int], str],
+) -> list[ShadowSlots]:
     """Check every ``Duplicated`` argument's shadow against its value, before ``f`` runs:
     same structure, matching leaves, one shadow per (tied) parameter, no shadow that is
-    a parameter or serves two. Records the shadow leaves (and Python-float slots) on the
-    argument's plan for writing later."""
+    a parameter or serves two.
+
+    Args:
+        duplicated: the ``Duplicated`` arguments.
+        leaves: the call's unique leaves; ``active`` says which are differentiated.
+        path: ``path(argument, position)`` -> the key path of a leaf, for messages.
+
+    Returns:
+        Per argument, where to write its gradients later.
+    """
     shadow_of: dict[int, int] = {}  # unique leaf -> id of its shadow
     owner_of_shadow: dict[int, int] = {}  # and back
-    value_ids = {id(leaf) for leaf in plan.leaves if not isinstance(leaf, SCALAR_TYPES)}
-    active, leaves = plan.active, plan.leaves
-    for a, arg in duplicated:
+    value_ids = {id(leaf) for leaf in leaves if not isinstance(leaf, SCALAR_TYPES)}
+    found: list[ShadowSlots] = []
+    for arg in duplicated:
+        a = arg.position
         if not any(active[u] and is_array(leaves[u]) for u in arg.leaf_ids):
             no_float_in_duplicated(a, arg.val)
         shadow_leaves, shadow_def = trees.flatten(arg.dval)
@@ -187,28 +190,30 @@ def check_shadows(plan: Plan, duplicated: list[tuple[int, ArgPlan]]) -> None:
                 f"args[{a}]: dval does not have val's structure ({where}). Build the shadow "
                 "with ad.make_zero(val), or pass Duplicated(val) to have one made."
             )
+        floats: dict[int, FloatSlot] = {}
         for j, (u, shadow) in enumerate(zip(arg.leaf_ids, shadow_leaves)):
             if not active[u]:
                 continue
             leaf = leaves[u]
-            check_shadow_leaf(leaf, shadow, plan.path(a, j))
+            check_shadow_leaf(leaf, shadow, path(a, j))
             if isinstance(leaf, float):
-                arg.float_slots[j] = float_slot(arg.dval, shadow_def, j, plan.path(a, j))
+                floats[j] = float_slot(arg.dval, shadow_def, j, path(a, j))
                 continue
             if id(shadow) in value_ids:
                 raise ActivityError(
-                    f"dval at {plan.path(a, j)} is one of the arguments' own arrays; writing "
+                    f"dval at {path(a, j)} is one of the arguments' own arrays; writing "
                     "gradients there would overwrite parameters. Use ad.make_zero(val)."
                 )
             if shadow_of.setdefault(u, id(shadow)) != id(shadow):
                 raise ActivityError(
                     f"one array is tied at several places but the shadows there differ (see "
-                    f"{plan.path(a, j)}); build the shadows with ad.make_zero of the whole "
+                    f"{path(a, j)}); build the shadows with ad.make_zero of the whole "
                     "structure so that a tied parameter has one shadow."
                 )
             if owner_of_shadow.setdefault(id(shadow), u) != u:
                 raise AliasingError(
-                    f"dval uses one array for two distinct parameters (at {plan.path(a, j)}); "
+                    f"dval uses one array for two distinct parameters (at {path(a, j)}); "
                     "their gradients would be summed. Build the shadow with ad.make_zero(val)."
                 )
-        arg.shadow_leaves = shadow_leaves
+        found.append(ShadowSlots(shadow_leaves, floats))
+    return found

@@ -1,0 +1,75 @@
+"""Where results go: gradients placed into one entry per argument (new trees for plain
+arguments, ``None`` for ``Const``, the shadow for ``Duplicated``), and the shadows written
+-- last, once every gradient exists and every check has passed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from adswitch import trees
+from adswitch.plan import CONST, DUPLICATED, Plan
+from adswitch.shadows import write, write_float
+from adswitch.spec import Backend
+
+__all__ = ["place", "restore_scalar_types", "write_shadows"]
+
+
+def restore_scalar_types(plan: Plan, grads: list[Any]) -> list[Any]:
+    """Scalar leaves get their own type back (``np.float32`` in, ``np.float32`` out),
+    whatever the engine computed them as. Only at top level: inside an outer
+    differentiation they stay traced."""
+    if not plan.scalar_leaves:
+        return grads
+    grads = list(grads)
+    for u in plan.scalar_leaves:
+        leaf = plan.leaves[u]
+        if type(grads[u]) is not type(leaf):
+            grads[u] = type(leaf)(grads[u])
+    return grads
+
+
+def place(plan: Plan, per_leaf: Sequence[Any]) -> tuple[Any, ...]:
+    """One entry per argument from one value per unique leaf: a tied leaf's value sits at
+    its first position, ``None`` at the others and at inactive leaves."""
+    active = plan.active
+    results: list[Any] = []
+    untied = plan.untied
+    first = plan.first
+    for a, p in enumerate(plan.args):
+        if p.kind == CONST:
+            results.append(None)
+        elif p.kind == DUPLICATED:
+            results.append(p.dval)
+        elif p.treedef is None:
+            u = p.leaf_ids[0]
+            results.append(per_leaf[u] if active[u] and (untied or first[u] == (a, 0)) else None)
+        else:
+            if untied:  # every position is its unique leaf's first: no need to ask
+                entries = [per_leaf[u] if active[u] else None for u in p.leaf_ids]
+            else:
+                entries = [
+                    per_leaf[u] if active[u] and first[u] == (a, j) else None
+                    for j, u in enumerate(p.leaf_ids)
+                ]
+            results.append(trees.unflatten(p.treedef, entries))
+    return tuple(results)
+
+
+def write_shadows(plan: Plan, engine: Backend, grads: Sequence[Any], zero: bool) -> None:
+    """Add (or, with ``zero``, write) each gradient into its ``Duplicated`` shadow; a tied
+    parameter has one shadow, written once with its total."""
+    active, leaves = plan.active, plan.leaves
+    written: set[int] = set()
+    for p in plan.args:
+        if p.shadow is None:
+            continue
+        floats = p.shadow.floats
+        for j, (u, shadow) in enumerate(zip(p.leaf_ids, p.shadow.leaves)):
+            if not active[u] or u in written:
+                continue
+            written.add(u)
+            if isinstance(leaves[u], float):
+                write_float(floats[j], grads[u], zero)
+            else:
+                write(engine, shadow, grads[u], zero)
