@@ -30,8 +30,8 @@ from autograd.extend import defvjp, primitive
 from autograd.numpy.numpy_vjps import unbroadcast_f
 from autograd.tracer import getval
 
-from ._ns_manip import where
-from ._ns_support import is_traced
+from .xp_searching import where
+from .xp_support import is_traced
 
 __all__ = ["pow"]
 
