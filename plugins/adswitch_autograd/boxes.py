@@ -1,16 +1,15 @@
-"""The boxes adswitch traces with: autograd's ArrayBox, with numpy's write semantics.
+"""The box types adswitch traces with, each registered under the numpy memory it lives in.
 
 HIPS autograd boxes are immutable: ``y[i] = v`` raises, and ``y += 1`` quietly rebinds
 ``y`` to a new box -- so another name for the old object (``z = y``) keeps the old value
 where numpy would show the new one: a silently wrong number. While an adswitch trace is
-active, every box autograd creates is a :class:`GuardedBox` instead, whose writes
-(``y[i] = v``, ``y += v``...) are recorded by :mod:`.writes`. Differentiated arguments
-are :class:`LeafBox` es. To let a write reach every view and alias of the written array,
-each GuardedBox registers at creation under the numpy memory its value lives in
-(:data:`MEMORY`). Its ``**``, reflected ``**`` (``2.0 ** e``) and ``**=`` are
-``namespace.pow``, exact for nested derivatives in a traced exponent at ``e == 0``
-(autograd's own ``power`` rule is not; see ``namespace``). Outside adswitch autograd is
-untouched: stock ArrayBoxes keep autograd's operators.
+active (:func:`guard_on`), every box autograd creates is a :class:`GuardedBox` instead;
+differentiated arguments are :class:`LeafBox` es. To let a write reach every view and
+alias of the written array, each GuardedBox registers at creation under the numpy memory
+its value lives in (:data:`MEMORY`). The classes here are bare: their write and power
+operators (``y[i] = v``, ``y += v``, ``**``) are attached by :mod:`.operators`, which the
+engine imports. Outside adswitch autograd is untouched: stock ArrayBoxes keep autograd's
+operators.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import math
 import weakref
 from typing import Any
 
+import autograd.numpy as anp
 import numpy as np
 from autograd.numpy.numpy_boxes import ArrayBox
 from autograd.tracer import Box
@@ -31,7 +31,6 @@ __all__ = [
     "LeafBox",
     "guard_off",
     "guard_on",
-    "mutation_message",
     "raw_value",
     "tracing",
 ]
@@ -56,28 +55,6 @@ VIEW_LINKS: dict[int, tuple[Any, Any, Any]] = {}
 """id(view box) -> (weak view, weak box it views, positions): a view that was written
 through keeps writing through, though its value is now a copy. Cleared with MEMORY."""
 
-_INPLACE = {
-    "__iadd__": ("+=", "add"),
-    "__isub__": ("-=", "subtract"),
-    "__imul__": ("*=", "multiply"),
-    "__itruediv__": ("/=", "true_divide"),
-    "__ifloordiv__": ("//=", "floor_divide"),
-    "__imod__": ("%=", "mod"),
-    "__ipow__": ("**=", "power"),
-    "__imatmul__": ("@=", "matmul"),
-}
-
-
-def mutation_message(operation: str, why: str) -> str:
-    """The explanation every refused write carries: the engine, the operation, the fix."""
-    return (
-        f"autograd (HIPS) via adswitch cannot differentiate the write `{operation}`: {why}. "
-        "Fix: build a new array instead (`y = y + v`, `xp.where(mask, v, y)`, "
-        "`xp.concat`/`xp.stack` of the pieces), or write into a fresh buffer "
-        "(`buf = xp.zeros_like(x)` or `buf = xp.asarray(y, copy=True)`, then `buf[i] = v`), "
-        "or use an engine that records all mutation: backend='tape'."
-    )
-
 
 def raw_value(value: Any) -> Any:
     """The plain value under any number of boxes (at depth > 0 values are boxes of boxes)."""
@@ -87,7 +64,10 @@ def raw_value(value: Any) -> Any:
 
 
 class GuardedBox(ArrayBox):  # type: ignore[misc]
-    """An ``ArrayBox`` with numpy's write semantics (recorded) or a clear refusal."""
+    """An ``ArrayBox`` that registers under the memory its value lives in.
+
+    Its writes, in-place operators and ``**`` are attached by :mod:`.operators`.
+    """
 
     __slots__ = ["__weakref__"]
 
@@ -129,53 +109,15 @@ class GuardedBox(ArrayBox):  # type: ignore[misc]
         dtype = getattr(self._value, "dtype", None)
         return np.result_type(self._value) if dtype is None else dtype
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        writes.write(self, index, value, "y[index] = value")
-
     def __getitem__(self, index: Any) -> Any:
         if getattr(self._value, "shape", None) == ():
             # autograd's indexing rule (numpy's add.at) fails on 0-d arrays: x[None],
             # x[...], x[()] of a 0-d array are reshapes of it.
             shape = np.empty(())[index].shape
             if math.prod(shape) == 1:
-                import autograd.numpy as anp
-
                 return anp.reshape(self, shape)
             return np.zeros(shape, dtype=self.dtype)
         return _GETITEM(self, index)
-
-    # ``b ** e`` and ``2.0 ** e``: ArrayBox's operators call ``anp.power``, whose rule is
-    # wrong for nested derivatives in a traced exponent at ``e == 0``; ``namespace.pow``
-    # is exact there and is ``anp.power`` for a constant exponent.
-    def __pow__(self, other: Any) -> Any:
-        return _namespace.pow(self, other)
-
-    def __rpow__(self, other: Any) -> Any:
-        return _namespace.pow(other, self)
-
-
-def _inplace_method(symbol: str, function_name: str) -> Any:
-    def inplace(self: GuardedBox, other: Any) -> Any:
-        import autograd.numpy as anp
-
-        if function_name == "power":  # exact in a traced exponent, as ``**``
-            result = _namespace.pow(self, other)
-        else:
-            result = getattr(anp, function_name)(self, other)
-        raw = raw_value(self)
-        if type(raw) is not np.ndarray:
-            return result  # numpy scalars are immutable: Python rebinds, so do we
-        if not np.can_cast(result.dtype, raw.dtype, casting="same_kind"):
-            # numpy's in-place ufunc rule; a plain write would cast silently instead
-            raise TypeError(
-                f"Cannot cast {function_name} output from {result.dtype} to {raw.dtype} "
-                f"with casting rule 'same_kind' (as numpy's `y {symbol} value`)"
-            )
-        writes.write(self, Ellipsis, result, f"y {symbol} value")
-        return self
-
-    inplace.__name__ = function_name
-    return inplace
 
 
 class LeafBox(GuardedBox):
@@ -185,9 +127,6 @@ class LeafBox(GuardedBox):
 
     __slots__ = ["writable"]
 
-
-for _name, (_symbol, _function) in _INPLACE.items():
-    setattr(GuardedBox, _name, _inplace_method(_symbol, _function))
 
 # Registered as box types (``isbox``, trace-level lookup). GuardedBox replaces ArrayBox
 # only while :func:`guard_on` is in force; boxed again by a nested call, either becomes
@@ -229,7 +168,3 @@ def guard_off() -> None:
 def tracing() -> bool:
     """Whether an adswitch autograd trace is active (calls hold the engine's lock)."""
     return _depth > 0
-
-
-from . import namespace as _namespace  # noqa: E402  (used at call time only)
-from . import writes  # noqa: E402  (writes builds on the classes above)

@@ -22,6 +22,7 @@ from autograd.util import toposort
 
 from adswitch.spec import CallInfo, LossFn
 
+from . import operators  # noqa: F401  (attaches GuardedBox's writes and ``**``)
 from .boxes import LeafBox, guard_off, guard_on
 from .translate import freeze, thaw, translate
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from adswitch.errors import MutationError, UnsupportedError
 
-from .boxes import mutation_message
+from .writes import mutation_message
 
 __all__ = ["freeze", "thaw", "translate"]
 

@@ -16,10 +16,13 @@ import weakref
 from typing import Any
 
 import numpy as np
+from autograd.tracer import Box
 
-from .boxes import _BOX_TYPES, LINKED, MEMORY, VIEW_LINKS, raw_value
+from .boxes import LINKED, MEMORY, VIEW_LINKS, raw_value
 
 __all__ = ["Unmapped", "moved", "refresh", "viewed", "watchers"]
+
+_BOX_TYPES = Box.types
 
 ALIAS = ()
 """Positions marker: the box holds the very same array (it takes the new value whole)."""

@@ -37,9 +37,9 @@ from autograd.tracer import Box, trace_stack
 from adswitch.errors import MutationError, UnsupportedError
 
 from . import views
-from .boxes import GuardedBox, LeafBox, mutation_message, raw_value, tracing
+from .boxes import GuardedBox, LeafBox, raw_value, tracing
 
-__all__ = ["buffer_write", "copy_of", "fresh", "write"]
+__all__ = ["buffer_write", "copy_of", "fresh", "mutation_message", "write"]
 
 _BOX_TYPES = Box.types
 
@@ -91,6 +91,17 @@ def copy_of(array: Any) -> Any:
 
 
 defvjp(copy_of, lambda ans, array: lambda g: g)
+
+
+def mutation_message(operation: str, why: str) -> str:
+    """The explanation every refused write carries: the engine, the operation, the fix."""
+    return (
+        f"autograd (HIPS) via adswitch cannot differentiate the write `{operation}`: {why}. "
+        "Fix: build a new array instead (`y = y + v`, `xp.where(mask, v, y)`, "
+        "`xp.concat`/`xp.stack` of the pieces), or write into a fresh buffer "
+        "(`buf = xp.zeros_like(x)` or `buf = xp.asarray(y, copy=True)`, then `buf[i] = v`), "
+        "or use an engine that records all mutation: backend='tape'."
+    )
 
 
 def _refuse(operation: str, why: str) -> MutationError:

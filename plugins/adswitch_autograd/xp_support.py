@@ -1,4 +1,10 @@
-"""Helpers shared by the namespace modules: spotting traced values, refusing politely."""
+"""What the namespace's sections share: telling traced values from plain ones, refusing politely.
+
+Example:
+    >>> import numpy as np
+    >>> is_traced(np.ones(2)), untraced(3.0)
+    (False, 3.0)
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from autograd.tracer import Box
 
 from adswitch.errors import UnsupportedError
 
-__all__ = ["is_traced", "unsupported"]
+__all__ = ["is_traced", "unsupported", "untraced"]
 
 _BOX_TYPES = Box.types
 
@@ -17,6 +23,13 @@ _BOX_TYPES = Box.types
 def is_traced(value: Any) -> bool:
     """Whether ``value`` is an autograd box (a traced array or scalar)."""
     return type(value) in _BOX_TYPES
+
+
+def untraced(value: Any) -> Any:
+    """The plain value under any number of boxes (``value`` itself when it is plain)."""
+    while type(value) in _BOX_TYPES:
+        value = value._value
+    return value
 
 
 def _any_traced(values: Any) -> bool:
@@ -47,7 +60,7 @@ def unsupported(
     def function(*args: Any, **kwargs: Any) -> Any:
         if _any_traced(args) or _any_traced(kwargs.values()):
             if not differentiable_result:
-                return numpy_function(*(_value(a) for a in args), **kwargs)
+                return numpy_function(*(untraced(a) for a in args), **kwargs)
             raise UnsupportedError(
                 f"autograd (HIPS) cannot differentiate `{name}`: it has no derivative rule for "
                 "it. Fix: compute it from differentiable functions of `ad.array_namespace(x)`, "
@@ -58,9 +71,3 @@ def unsupported(
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"numpy's ``{name}``; not differentiable under autograd (raises)."
     return function
-
-
-def _value(value: Any) -> Any:
-    while type(value) in _BOX_TYPES:
-        value = value._value
-    return value

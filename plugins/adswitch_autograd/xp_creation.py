@@ -1,8 +1,9 @@
-"""The Array API's creation functions and conversions over autograd.
+"""The Array API's creation functions over autograd.
 
-Inside an adswitch trace, floating arrays made here are fresh buffers
-(:class:`~adswitch_autograd.buffers.BufferBox`): ``buf[i] = traced`` is recorded instead
-of failing. Outside a trace they are plain numpy arrays.
+Inside an adswitch trace, the floating arrays ``zeros``, ``ones``, ``empty``, ``full``,
+their ``*_like`` forms and ``asarray(..., copy=True)`` make are fresh buffers
+(:func:`.writes.fresh`): ``buf[i] = traced`` is recorded instead of failing. Outside a
+trace they are plain numpy arrays. ``eye``, ``arange``, ``linspace`` make constants.
 """
 
 from __future__ import annotations
@@ -12,32 +13,37 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as np
 
-from ._ns_support import is_traced
 from .boxes import tracing
 from .writes import copy_of, fresh
+from .xp_dtypes import astype
+from .xp_manipulation import broadcast_to
+from .xp_support import is_traced, unsupported, untraced
 
 __all__ = [
+    "arange",
     "asarray",
-    "astype",
     "empty",
     "empty_like",
+    "eye",
+    "from_dlpack",
     "full",
     "full_like",
+    "linspace",
+    "meshgrid",
     "ones",
     "ones_like",
+    "tril",
+    "triu",
     "zeros",
     "zeros_like",
 ]
 
-
-def _untraced(value: Any) -> Any:
-    while is_traced(value):
-        value = value._value
-    return value
+tril, triu = anp.tril, anp.triu
+from_dlpack = unsupported("from_dlpack", np.from_dlpack)
 
 
 def _dtype_of(x: Any, dtype: Any) -> Any:
-    return np.result_type(_untraced(x)) if dtype is None else dtype
+    return np.result_type(untraced(x)) if dtype is None else dtype
 
 
 def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Any = None) -> Any:
@@ -66,13 +72,6 @@ def _contains_traced(obj: Any) -> bool:
     return is_traced(obj)
 
 
-def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
-    """``x`` converted to ``dtype`` (differentiable between floating dtypes)."""
-    if is_traced(x):
-        return x if x.dtype == dtype else x.astype(dtype)
-    return np.asarray(x).astype(dtype, copy=copy)
-
-
 def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (which may be traced)."""
     if not is_traced(fill_value):
@@ -83,8 +82,6 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None) 
         buffer[...] = fill_value
         return buffer
     # Traced by autograd directly (no adswitch trace): an immutable broadcast.
-    from ._ns_manip import broadcast_to
-
     return broadcast_to(fill_value, shape) + np.zeros(shape, dtype=dtype)
 
 
@@ -121,3 +118,38 @@ def ones_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Any:
 def empty_like(x: Any, /, *, dtype: Any = None, device: Any = None) -> Any:
     """An uninitialised array shaped like ``x``, writable inside a trace."""
     return fresh(np.empty(anp.shape(x), dtype=_dtype_of(x, dtype)))
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
+        device: Any = None) -> Any:  # fmt: skip
+    """The identity-like constant matrix."""
+    return np.eye(n_rows, n_cols, k=k, dtype=dtype)
+
+
+def arange(start: Any, /, stop: Any = None, step: Any = 1, *, dtype: Any = None,
+           device: Any = None) -> Any:  # fmt: skip
+    """Evenly spaced constants."""
+    return np.arange(start, stop, step, dtype=dtype)
+
+
+def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: Any = None,
+             endpoint: bool = True) -> Any:  # fmt: skip
+    """``num`` evenly spaced constants from ``start`` to ``stop``."""
+    return np.linspace(start, stop, num, dtype=dtype, endpoint=endpoint)
+
+
+def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
+    """Coordinate grids (of plain or traced 1-d arrays)."""
+    ndim = len(arrays)
+    if indexing == "xy" and ndim > 1:
+        shape = [len(a) for a in arrays]
+        shape[0], shape[1] = shape[1], shape[0]
+    else:
+        shape = [len(a) for a in arrays]
+    grids = []
+    for i, a in enumerate(arrays):
+        axis = (1 - i if i < 2 else i) if indexing == "xy" and ndim > 1 else i
+        view = [1] * ndim
+        view[axis] = len(a)
+        grids.append(broadcast_to(anp.reshape(a, view), shape) + np.zeros(shape, a.dtype))
+    return grids

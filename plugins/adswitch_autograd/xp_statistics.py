@@ -1,7 +1,8 @@
-"""The Array API's products and running reductions over autograd, exact at zeros.
+"""The Array API's statistical functions (sums, products, extrema, moments) over autograd.
 
 autograd's own ``prod`` rule divides by the input (``nan`` at a zero element) and its
-``cumprod`` has no rule at all; both are built here from multiplications instead.
+``cumprod`` has no rule at all; both are built here from multiplications instead, exact
+at zeros. ``max``/``min`` share the gradient equally among tied maxima (autograd's rule).
 """
 
 from __future__ import annotations
@@ -11,10 +12,22 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as np
 
-from ._ns_manip import _index_along, _untraced
-from ._ns_support import is_traced
+from .xp_indexing import index_along
+from .xp_support import is_traced, untraced
 
-__all__ = ["cumulative_prod", "cumulative_sum", "prod"]
+__all__ = [
+    "cumulative_prod",
+    "cumulative_sum",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "std",
+    "sum",
+    "var",
+]
+
+sum, max, min = anp.sum, anp.max, anp.min
 
 
 def cumulative_sum(
@@ -47,13 +60,13 @@ def cumulative_prod(
             raise ValueError("cumulative_prod: axis=None needs a 1-d array; pass axis=")
         axis = 0
     axis %= ndim
-    pieces = [x[_index_along(axis, ndim, slice(0, 1))]]
+    pieces = [x[index_along(axis, ndim, slice(0, 1))]]
     for i in range(1, anp.shape(x)[axis]):
-        pieces.append(pieces[-1] * x[_index_along(axis, ndim, slice(i, i + 1))])
+        pieces.append(pieces[-1] * x[index_along(axis, ndim, slice(i, i + 1))])
     if include_initial:
         shape = list(anp.shape(x))
         shape[axis] = 1
-        pieces.insert(0, np.ones(shape, dtype=_untraced(x).dtype))
+        pieces.insert(0, np.ones(shape, dtype=np.asarray(untraced(x)).dtype))
     result = anp.concatenate(pieces, axis=axis)
     if dtype is not None and result.dtype != dtype:
         result = result.astype(dtype)
@@ -79,13 +92,13 @@ def prod(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = Fal
     kept_shape = [shape[d] for d in kept]
     count = int(np.prod([shape[d] for d in axes], dtype=np.int64))
     if count == 0:
-        result: Any = np.ones(kept_shape, dtype=_untraced(x).dtype)
+        result: Any = np.ones(kept_shape, dtype=np.asarray(untraced(x)).dtype)
     else:
         y = anp.transpose(x, kept + list(axes)) if ndim else x
         y = anp.reshape(y, (*kept_shape, count))
         while anp.shape(y)[-1] > 1:
             if anp.shape(y)[-1] % 2:
-                one = np.ones((*kept_shape, 1), dtype=_untraced(x).dtype)
+                one = np.ones((*kept_shape, 1), dtype=np.asarray(untraced(x)).dtype)
                 y = anp.concatenate([y, one], axis=-1)
             y = y[..., 0::2] * y[..., 1::2]
         # numpy's prod returns a scalar or a new array, never a view of a temporary
@@ -95,3 +108,34 @@ def prod(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = Fal
     if dtype is not None and result.dtype != dtype:
         result = result.astype(dtype)
     return result
+
+
+def mean(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Any:
+    """Arithmetic mean over ``axis``."""
+    return anp.mean(x, axis=axis, keepdims=keepdims)
+
+
+def var(x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
+    """Variance with ``correction`` degrees of freedom subtracted from the count.
+
+    Example:
+        >>> var(np.asarray([1.0, 3.0]), correction=1)
+        np.float64(2.0)
+    """
+    centred = x - anp.mean(x, axis=axis, keepdims=True)
+    count = np.prod([anp.shape(x)[a] for a in _axes(axis, anp.ndim(x))], dtype=np.int64)
+    squares = anp.sum(centred * centred, axis=axis, keepdims=keepdims)
+    return squares / (float(count) - correction)
+
+
+def std(x: Any, /, *, axis: Any = None, correction: float = 0.0, keepdims: bool = False) -> Any:
+    """Standard deviation: ``sqrt(var(...))``."""
+    return anp.sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+
+
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int):
+        return (axis,)
+    return tuple(axis)

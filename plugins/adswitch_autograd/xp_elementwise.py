@@ -1,0 +1,135 @@
+"""The Array API's element-wise functions: autograd primitives under the standard's names.
+
+Non-smooth points follow autograd: ``abs``'s and ``sign``'s derivative at 0 is 0;
+``maximum``/``minimum`` split the gradient half and half on ties; ``clip`` passes it
+where the value is strictly inside the bounds and 0 where it is clipped or sits on a
+bound. ``pow`` is exact for nested derivatives in a traced exponent (:mod:`.power`).
+Functions autograd cannot differentiate (``nextafter``) raise ``UnsupportedError`` when
+given a traced array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as np
+
+from .power import pow
+from .xp_searching import where
+from .xp_support import is_traced, unsupported, untraced
+
+__all__ = [
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_invert",
+    "bitwise_left_shift",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "ceil",
+    "clip",
+    "conj",
+    "copysign",
+    "cos",
+    "cosh",
+    "divide",
+    "equal",
+    "exp",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "nextafter",
+    "not_equal",
+    "positive",
+    "pow",
+    "real",
+    "remainder",
+    "round",
+    "sign",
+    "signbit",
+    "sin",
+    "sinh",
+    "sqrt",
+    "square",
+    "subtract",
+    "tan",
+    "tanh",
+    "trunc",
+]
+
+abs = anp.abs
+acos, acosh, asin, asinh = anp.arccos, anp.arccosh, anp.arcsin, anp.arcsinh
+atan, atan2, atanh = anp.arctan, anp.arctan2, anp.arctanh
+add, subtract, multiply, divide = anp.add, anp.subtract, anp.multiply, anp.true_divide
+negative, remainder = anp.negative, anp.remainder
+cos, cosh, sin, sinh, tan, tanh = anp.cos, anp.cosh, anp.sin, anp.sinh, anp.tan, anp.tanh
+exp, expm1, log, log1p, log2, log10 = anp.exp, anp.expm1, anp.log, anp.log1p, anp.log2, anp.log10
+sqrt, square, hypot, logaddexp = anp.sqrt, anp.square, anp.hypot, anp.logaddexp
+maximum, minimum = anp.maximum, anp.minimum
+conj, real, imag = anp.conj, anp.real, anp.imag
+# Piecewise constant: derivative 0 almost everywhere, which autograd returns.
+sign, floor, ceil, trunc, round = anp.sign, anp.floor, anp.ceil, anp.trunc, anp.round
+floor_divide = anp.floor_divide
+equal, not_equal, less, less_equal = anp.equal, anp.not_equal, anp.less, anp.less_equal
+greater, greater_equal = anp.greater, anp.greater_equal
+isfinite, isinf, isnan = anp.isfinite, anp.isinf, anp.isnan
+logical_and, logical_or, logical_xor = anp.logical_and, anp.logical_or, anp.logical_xor
+logical_not = anp.logical_not
+bitwise_and, bitwise_or, bitwise_xor = np.bitwise_and, np.bitwise_or, np.bitwise_xor
+bitwise_invert, bitwise_left_shift, bitwise_right_shift = np.invert, np.left_shift, np.right_shift
+signbit = unsupported("signbit", np.signbit, differentiable_result=False)
+nextafter = unsupported("nextafter", np.nextafter)
+
+
+def positive(x: Any, /) -> Any:
+    """``+x``; a traced array is immutable, so it is its own copy."""
+    return x if is_traced(x) else np.positive(x)
+
+
+def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
+    """Clamp ``x`` into ``[min, max]``; either bound may be ``None`` or a (traced) array."""
+    if is_traced(min) or is_traced(max):
+        if min is not None:
+            x = where(x < min, min, x)
+        if max is not None:
+            x = where(x > max, max, x)
+        return x
+    if min is None and max is None:
+        return x
+    return anp.clip(x, min, max)
+
+
+def copysign(x1: Any, x2: Any, /) -> Any:
+    """``|x1|`` with the sign of ``x2``; differentiable in ``x1`` (``x2``'s derivative is 0)."""
+    return anp.abs(x1) * np.where(np.signbit(np.asarray(untraced(x2))), -1.0, 1.0)
