@@ -15,12 +15,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from types import ModuleType
 from typing import Any
 
-from adswitch.errors import BackendUnavailableError
-from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+from adswitch.spec import (
+    Backend,
+    BackendBase,
+    CallInfo,
+    Capabilities,
+    EngineLoader,
+    LossFn,
+    hookimpl,
+)
 
 __all__ = ["AutogradBackend", "adswitch_backend"]
 
@@ -59,29 +65,20 @@ class AutogradBackend(BackendBase):
     array_modules: tuple[str, ...] = ("autograd", "adswitch_autograd")
 
     def __init__(self) -> None:
+        self._loader = EngineLoader(
+            "autograd", "adswitch_autograd.engine", ("autograd",), _INSTALL_HINT
+        )
         self._engine: ModuleType | None = None
         self._namespace: ModuleType | None = None
 
     def version(self) -> str:
-        try:
-            return metadata.version("autograd")
-        except metadata.PackageNotFoundError as exc:
-            raise BackendUnavailableError(
-                f"the autograd engine needs HIPS autograd, which is not installed. "
-                f"Fix: {_INSTALL_HINT}"
-            ) from exc
+        return self._loader.version()
 
     def _load(self) -> ModuleType:
-        if self._engine is None:
-            try:
-                from adswitch_autograd import engine
-            except ImportError as exc:
-                raise BackendUnavailableError(
-                    f"the autograd engine could not import HIPS autograd ({exc}). "
-                    f"Fix: {_INSTALL_HINT}"
-                ) from exc
-            self._engine = engine
-        return self._engine
+        engine = self._engine
+        if engine is None:
+            engine = self._engine = self._loader.load()
+        return engine
 
     def owns(self, value: Any) -> bool:
         tracer = sys.modules.get("autograd.tracer")
