@@ -25,7 +25,7 @@ from typing import Any
 
 from adswitch.errors import AdswitchError, UnsupportedError
 from adswitch.registry import Registry, default_registry
-from adswitch.spec import Backend
+from adswitch.spec import PRIMITIVES, Backend
 
 __all__ = ["DEFAULT_BACKEND", "use", "select", "enclosing", "current_calls"]
 
@@ -63,7 +63,7 @@ def use(backend: str | Backend) -> Iterator[Backend]:
 def resolve(backend: str | Backend, registry: Registry) -> Backend:
     if isinstance(backend, str):
         return registry.get(backend)
-    if not hasattr(backend, "value_and_grad"):
+    if not any(hasattr(backend, name) for name in PRIMITIVES):
         raise AdswitchError(
             f"backend={backend!r} is neither an engine name nor a Backend object; "
             f"pass a name such as 'tape' (installed: {', '.join(registry.names())})"

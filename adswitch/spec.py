@@ -5,7 +5,8 @@ An engine plugin is a module (or object) registered under the entry-point group
 an object that follows :class:`Backend`. Subclass :class:`BackendBase` to inherit the
 defaults for numpy arrays. The plugin module must not import its engine at the top:
 ``import adswitch`` and ``adswitch.backends()`` load every plugin module, and an
-engine that is not installed must only make its own backend *unavailable*.
+engine that is not installed must only make its own backend *unavailable*
+(:class:`EngineLoader` does the lazy import and the install hint for you).
 
 What the front end does for you, once, before the engine sees anything:
     * unwraps ``Duplicated``/``Const``/plain arguments and flattens every argument
@@ -13,14 +14,33 @@ What the front end does for you, once, before the engine sees anything:
     * marks which leaves are active (differentiable: floating arrays and Python
       floats of non-``Const`` arguments);
     * checks shadows against their values, overlapping memory, the output's shape;
-    * writes gradients into ``Duplicated`` shadows only after the engine has
-      succeeded (through :meth:`Backend.add_into`), so an error loses nothing.
+    * writes results into ``Duplicated`` shadows only after the engine has
+      succeeded (through :meth:`Backend.add_into`), so an error loses nothing;
+    * builds every operator (gradient, vjp, jvp, jacobian, hessian, hvp, derivative)
+      out of the primitives below, and places the results in the user's layout.
 
-What the engine does: :meth:`Backend.value_and_grad` -- run ``fn`` on traced
-versions of the active leaves and return the concrete outputs plus one gradient per
-active leaf. That is the whole job.
+What the engine does: differentiate the front end's function ``fn`` at the leaves,
+with at least **one** of these primitives (the front end derives the others from it,
+more slowly; implement more of them for speed):
 
-Example (a finite-difference engine; see ``examples/`` for a complete plugin)::
+    * :meth:`Backend.vjp` -- reverse mode: run ``fn`` once, return the outputs and a
+      reusable pullback ``cotangents -> one gradient per leaf``;
+    * :meth:`Backend.jvp` -- forward mode: push one tangent per leaf through ``fn``;
+    * :meth:`Backend.value_and_grad` -- the gradient of a scalar loss (the fast path of
+      ``ad.gradient``; derived from ``vjp`` when absent);
+    * :meth:`Backend.vjp_apply` -- ``vjp`` and one call of its pullback fused, with the
+      cotangents made from the outputs' shapes (lets a compiling engine build one
+      program for a whole Jacobian).
+
+Batching: with ``Capabilities.batching`` an engine accepts cotangents/tangents with a
+leading batch axis (``CallInfo.batched``, ``Pullback(..., batched=True)``) and returns
+results with the same leading axis; without it the front end loops. Nesting: an
+operator called inside ``fn`` on the same engine arrives as a call with ``depth > 0``
+whose leaves are the enclosing call's traced values; its results must stay traced.
+:func:`implements` tells which primitives an engine has.
+
+Example (a finite-difference engine; see ``examples/adswitch-dual`` for a complete
+forward-mode plugin)::
 
     class MyBackend(BackendBase):
         name = "mine"
@@ -48,6 +68,8 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import pluggy
 
+from adswitch.errors import UnsupportedError
+
 # The adapter kit (lazy engine loading, the user's line for messages), re-exported here:
 # plugins import everything they use of adswitch from this module.
 from adswitch.kit import EngineLoader, user_line
@@ -60,10 +82,15 @@ __all__ = [
     "Capabilities",
     "CallInfo",
     "LossFn",
+    "OutputFn",
+    "Pullback",
+    "SeedFn",
     "Backend",
     "BackendBase",
     "EngineLoader",
+    "PRIMITIVES",
     "adswitch_backend",
+    "implements",
     "user_line",
 ]
 
@@ -93,6 +120,11 @@ class Capabilities:
         dtypes: floating dtypes the engine differentiates.
         array_kinds: kinds of input arrays it accepts (``"numpy"``, ``"torch"``, ``"jax"``).
         compiles: repeated calls reuse a compiled program (a cache keyed by ``CallInfo.cache_key``).
+        forward: ``jvp`` is a true forward mode (one pass with the tangents, cheaper than
+            a second reverse pass): the front end then computes Hessian-vector products
+            forward-over-reverse, else reverse-over-reverse (which needs ``nested``).
+        batching: ``vjp``'s pullbacks, ``vjp_apply`` and ``jvp`` accept a leading batch
+            axis of cotangents/tangents (one pass for a whole Jacobian or Hessian).
     """
 
     nested: bool = False
@@ -103,6 +135,8 @@ class Capabilities:
     dtypes: tuple[str, ...] = ("float32", "float64")
     array_kinds: tuple[str, ...] = ("numpy",)
     compiles: bool = False
+    forward: bool = False
+    batching: bool = False
 
 
 class CallInfo(NamedTuple):
@@ -117,16 +151,21 @@ class CallInfo(NamedTuple):
             activity -- everything except the leaves' values, shapes and dtypes, which
             the engine adds itself. ``None`` when the function cannot be keyed (then do
             not cache). Compare it, never look inside it.
-        entry: ``"gradient"`` or ``"withgradient"`` (an engine may skip concretizing outputs
-            the caller will not see; the default is to treat both alike).
+        entry: the operator being computed: ``"gradient"`` (an engine may skip making
+            outputs concrete: the caller discards them), ``"withgradient"``, ``"vjp"``,
+            ``"jvp"``, ``"jacobian"``, ``"hessian"``, ``"hvp"``, ``"derivative"``.
+            Informational (messages, cache keys): the primitive called says what to do.
         func: the user's function (for engines that guard what a compiled program baked
             in, and to name it in messages). Always set by the front end.
+        batched: the tangents of ``jvp`` / the cotangents made by ``vjp_apply``'s seed
+            carry a leading batch axis (only sent to engines that declare ``batching``).
     """
 
     depth: int = 0
     cache_key: Hashable | None = None
     entry: str = "withgradient"
     func: Callable[..., Any] | None = None
+    batched: bool = False
 
 
 class LossFn(Protocol):
@@ -155,6 +194,47 @@ class LossFn(Protocol):
     def reuse(self, structure: Hashable, /) -> None:
         """Declare that this call's outputs have ``structure`` (``fn`` was not called)."""
         ...
+
+
+class OutputFn(Protocol):
+    """``fn(leaves) -> (diff_leaves, out_leaves)``, built by the front end for ``vjp``,
+    ``jvp`` and ``vjp_apply``.
+
+    Like :class:`LossFn`, but what is differentiated is a list: ``diff_leaves`` are the
+    floating leaves of the differentiated output (arrays, traced values or Python
+    floats, in a fixed order), ``out_leaves`` every leaf of the whole output (aux
+    outputs included; the ``diff_leaves`` are among them). Same ``output_structure`` /
+    ``reuse`` handshake for engines that skip calling it.
+    """
+
+    output_structure: Hashable
+
+    def __call__(self, values: Sequence[Any], /) -> tuple[list[Any], list[Any]]: ...
+
+    def reuse(self, structure: Hashable, /) -> None: ...
+
+
+class Pullback(Protocol):
+    """The reverse-mode linear map returned by :meth:`Backend.vjp`.
+
+    ``pullback(cotangents, batched=False)`` takes one cotangent per differentiated
+    output leaf (shaped like it; numpy arrays, Python floats or this engine's arrays, in
+    the output's dtype) and returns, per leaf, ``None`` where inactive, else the
+    gradient of ``sum_k <cotangents[k], diff_leaves[k]>`` with the leaf's type, shape,
+    dtype and device (zeros where unused). With ``batched`` every cotangent has a leading
+    axis of one length ``B``, and every gradient gets the same leading axis (a Python
+    float leaf's gradients are then a 1-d numpy array). It may be called any number of
+    times; the values it needs are its own (later writes into the caller's arrays do
+    not change its results).
+    """
+
+    def __call__(self, cotangents: Sequence[Any], /, batched: bool = False) -> list[Any | None]: ...
+
+
+SeedFn = Callable[[Sequence[Any]], list[Any]]
+"""``seed(diff_leaves) -> cotangents`` for :meth:`Backend.vjp_apply`: made from the
+differentiated outputs' shapes and dtypes only (they may be a compiler's abstract
+values); numpy arrays, with a leading batch axis when ``CallInfo.batched``."""
 
 
 class Backend(Protocol):
@@ -195,7 +275,8 @@ class Backend(Protocol):
     def value_and_grad(
         self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], list[Any | None]]:
-        """Differentiate ``fn``'s loss with respect to the active leaves.
+        """Differentiate ``fn``'s loss with respect to the active leaves (optional: the
+        front end derives it from :meth:`vjp` when absent).
 
         Args:
             fn: the front end's closure, see :data:`LossFn`.
@@ -221,6 +302,67 @@ class Backend(Protocol):
 
         After the call, the caller's arrays must hold what a plain call of the user's
         function would have left in them (a mutating ``f`` mutates them; nothing else does).
+        """
+        ...
+
+    def vjp(
+        self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], Pullback]:
+        """Reverse mode: run ``fn`` once on traced active leaves.
+
+        Args:
+            fn: see :class:`OutputFn`.
+            leaves, active: as for :meth:`value_and_grad`.
+            info: see :class:`CallInfo`.
+
+        Returns:
+            ``(out_leaves, pullback)``: the output leaves made concrete (as for
+            :meth:`value_and_grad`) and a :class:`Pullback`. In a nested call
+            (``info.depth > 0``) the pullback's results must stay differentiable by the
+            enclosing call.
+
+        Raises:
+            As :meth:`value_and_grad`.
+        """
+        ...
+
+    def vjp_apply(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        seed: SeedFn,
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any | None]]:
+        """``vjp`` and one call of its pullback, fused (optional).
+
+        The cotangents are ``seed(diff_leaves)``, batched when ``info.batched``. Returns
+        ``(out_leaves, grads)`` with ``grads`` as the pullback would return them.
+        """
+        ...
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        """Forward mode: push ``tangents`` through ``fn`` (optional).
+
+        Args:
+            fn: see :class:`OutputFn`.
+            leaves, active: as for :meth:`value_and_grad`.
+            tangents: per leaf, ``None`` where inactive, else an array shaped like the
+                leaf (numpy or this engine's kind, the leaf's dtype; a Python float for a
+                Python float leaf), with a leading batch axis when ``info.batched``.
+            info: see :class:`CallInfo`.
+
+        Returns:
+            ``(out_leaves, out_tangents)``: the concrete output leaves, and one tangent
+            per differentiated output leaf (``J @ tangents``; batched like the input
+            tangents), in the output's kind and dtype. Nested calls keep them traced.
         """
         ...
 
@@ -263,10 +405,37 @@ class BackendBase:
     def version(self) -> str:
         raise NotImplementedError
 
+    # The primitives are placeholders here: an engine implements at least one (see the
+    # module docstring), and :func:`implements` tells the front end which.
     def value_and_grad(
         self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], list[Any | None]]:
-        raise NotImplementedError
+        raise _missing(self, "value_and_grad")
+
+    def vjp(
+        self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], Pullback]:
+        raise _missing(self, "vjp")
+
+    def vjp_apply(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        seed: SeedFn,
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any | None]]:
+        raise _missing(self, "vjp_apply")
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        raise _missing(self, "jvp")
 
     def owns(self, value: Any) -> bool:
         # Any class in the MRO counts: a user's subclass of torch.Tensor is torch's.
@@ -304,6 +473,31 @@ class BackendBase:
 
     def __repr__(self) -> str:
         return f"<adswitch backend {self.name!r}>"
+
+
+PRIMITIVES = ("value_and_grad", "vjp", "vjp_apply", "jvp")
+"""The differentiation primitives an engine may implement."""
+
+
+def implements(backend: Any, primitive: str) -> bool:
+    """Whether ``backend`` implements ``primitive`` (one of :data:`PRIMITIVES`) itself,
+    rather than inheriting :class:`BackendBase`'s placeholder.
+
+    Example:
+        >>> class Forward(BackendBase):
+        ...     def jvp(self, fn, leaves, active, tangents, info): ...
+        >>> implements(Forward(), "jvp"), implements(Forward(), "vjp")
+        (True, False)
+    """
+    method = getattr(type(backend), primitive, None)
+    return method is not None and method is not getattr(BackendBase, primitive)
+
+
+def _missing(backend: Any, primitive: str) -> Exception:
+    return UnsupportedError(
+        f"engine {getattr(backend, 'name', backend)!r} does not implement {primitive}; "
+        "the front end derives it from the primitives the engine has (see adswitch.spec)."
+    )
 
 
 @hookspec(firstresult=True)
