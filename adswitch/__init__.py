@@ -27,9 +27,14 @@ from adswitch.errors import (
     MutationError,
     OutputError,
     UnsupportedError,
+    UsageError,
 )
+from adswitch.forward import derivative, jvp
+from adswitch.jacobians import jacobian
 from adswitch.namespace import array_namespace
 from adswitch.registry import BackendInfo, default_registry
+from adswitch.reverse import Pullback, vjp
+from adswitch.second_order import hessian, hvp
 from adswitch.selection import use
 from adswitch.trees import register_tree
 from adswitch.zeros import make_zero
@@ -47,15 +52,23 @@ __all__ = [
     "Duplicated",
     "MutationError",
     "OutputError",
+    "Pullback",
     "UnsupportedError",
+    "UsageError",
     "WithGradient",
     "array_namespace",
     "backends",
+    "derivative",
     "destructure",
     "gradient",
+    "hessian",
+    "hvp",
+    "jacobian",
+    "jvp",
     "make_zero",
     "register_tree",
     "use",
+    "vjp",
     "withgradient",
 ]
 

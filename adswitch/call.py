@@ -1,24 +1,91 @@
 """One differentiation call, start to end: plan, engine, run, results.
 
-The entry points of :mod:`adswitch.api` are thin wrappers around :func:`differentiate`.
+Every operator starts the same way -- :func:`start` plans the arguments, picks the engine
+and checks what can be checked before ``f`` runs -- and runs its engine primitive inside
+:func:`running`, so that calls made inside ``f`` know which engine encloses them.
+:func:`differentiate` is ``gradient``/``withgradient`` on that machinery.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
-from adswitch import keys, selection
+from adswitch import derive, keys, selection
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe
 from adswitch.outputs import LossFunction
 from adswitch.overlap import check_overlap
-from adswitch.plan import Plan
+from adswitch.plan import DUPLICATED, Plan
 from adswitch.registry import default_registry
 from adswitch.results import place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend, CallInfo
 
-__all__ = ["differentiate"]
+__all__ = ["Started", "differentiate", "running", "start"]
+
+
+class Started(NamedTuple):
+    """A call whose arguments are planned and whose engine is chosen."""
+
+    plan: Plan
+    engine: Backend
+    depth: int  # differentiations on this engine enclosing the call
+
+    def info(self, f: Callable[..., Any], entry: str, extra: Hashable = None) -> CallInfo:
+        """The call's :class:`CallInfo`; ``extra`` (hashable) distinguishes compiled
+        programs of one function by what else the operator asks (``has_aux``, mode...)."""
+        cache_key = None
+        if self.engine.capabilities.compiles:
+            base = keys.cache_key(self.plan, f)
+            cache_key = None if base is None else (base if extra is None else (base, extra))
+        return CallInfo(self.depth, cache_key, entry, f)
+
+
+def start(
+    f: Callable[..., Any],
+    args: tuple[Any, ...],
+    backend: str | Backend | None,
+    operator: str = "gradient",
+    duplicated_ok: bool = True,
+) -> Started:
+    """Plan ``args``, choose the engine, and check everything that can be checked
+    before ``f`` runs."""
+    if not callable(f):
+        raise ActivityError(
+            f"the function to differentiate must come first; got {describe(f)}. "
+            f"Call ad.{operator}(f, ...)."
+        )
+    plan = Plan(args)
+    if plan.has_duplicated and not duplicated_ok:
+        a = next(i for i, p in enumerate(plan.args) if p.kind == DUPLICATED)
+        raise ActivityError(
+            f"args[{a}] is Duplicated, but ad.{operator} returns results that are not shaped "
+            "like the argument, so there is no shadow to write into. Pass the argument "
+            "plain (Duplicated makes sense for gradient, withgradient, hvp and the pullback "
+            "of vjp)."
+        )
+    engine = selection.select(backend, plan.leaves, default_registry())
+    check_overlap(plan, engine)
+    calls = selection.current_calls.get()
+    if calls and plan.has_duplicated:
+        raise ActivityError(
+            "Duplicated is not allowed inside a function that is itself being differentiated: "
+            "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
+            "use the returned gradient."
+        )
+    return Started(plan, engine, len(calls))
+
+
+@contextmanager
+def running(engine: Backend) -> Iterator[None]:
+    """Mark ``engine`` as differentiating while the block runs (calls inside ``f`` then
+    run on it, one level deeper)."""
+    token = selection.current_calls.set((*selection.current_calls.get(), engine))
+    try:
+        yield
+    finally:
+        selection.current_calls.reset(token)
 
 
 def differentiate(
@@ -30,33 +97,17 @@ def differentiate(
 ) -> tuple[Any, tuple[Any, ...]]:
     """``(f's output, gradients)`` of one call; the output is ``None`` for
     ``entry == "gradient"`` (it is not rebuilt)."""
-    if not callable(f):
-        raise ActivityError(
-            f"the function to differentiate must come first; got {describe(f)}. "
-            "Call ad.gradient(f, *args)."
-        )
-    plan = Plan(args)
-    engine = selection.select(backend, plan.leaves, default_registry())
-    check_overlap(plan, engine)
-    calls = selection.current_calls.get()
-    if calls and plan.has_duplicated:
-        raise ActivityError(
-            "Duplicated is not allowed inside a function that is itself being differentiated: "
-            "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
-            "use the returned gradient."
-        )
-    cache_key = keys.cache_key(plan, f) if engine.capabilities.compiles else None
+    plan, engine, depth = started = start(f, args, backend, entry)
     fn = LossFunction(f, plan)
-    token = selection.current_calls.set((*calls, engine))
-    try:
-        out_leaves, grads = engine.value_and_grad(
-            fn, plan.leaves, plan.active, CallInfo(len(calls), cache_key, entry, f)
-        )
+    info = started.info(f, entry)
+    token = selection.current_calls.set((*selection.current_calls.get(), engine))
+    try:  # (not ``running``: a context manager costs a microsecond on this hot path)
+        out_leaves, grads = derive.value_and_grad(engine, fn, plan.leaves, plan.active, info)
     finally:
         selection.current_calls.reset(token)
 
     val = None if entry == "gradient" else fn.output(out_leaves)
-    if not calls:
+    if not depth:
         grads = restore_scalar_types(plan, grads)
     results = place(plan, grads)
     if plan.has_duplicated:

@@ -15,6 +15,7 @@ __all__ = [
     "AliasingError",
     "BackendUnavailableError",
     "UnsupportedError",
+    "UsageError",
 ]
 
 
@@ -46,3 +47,8 @@ class BackendUnavailableError(AdswitchError, ImportError):
 
 class UnsupportedError(AdswitchError, NotImplementedError):
     """The engine does not support this operation or case (and declared so)."""
+
+
+class UsageError(AdswitchError, ValueError):
+    """A keyword argument of an adswitch call has a value it cannot take (the message
+    lists the values it can)."""

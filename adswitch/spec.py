@@ -187,7 +187,10 @@ class LossFn(Protocol):
     ``fn`` need neither.
     """
 
-    output_structure: Hashable
+    @property
+    def output_structure(self) -> Hashable:
+        """What the last call's output looked like (opaque)."""
+        ...
 
     def __call__(self, values: Sequence[Any], /) -> tuple[Any, list[Any]]: ...
 
@@ -207,7 +210,10 @@ class OutputFn(Protocol):
     ``reuse`` handshake for engines that skip calling it.
     """
 
-    output_structure: Hashable
+    @property
+    def output_structure(self) -> Hashable:
+        """What the last call's output looked like (opaque)."""
+        ...
 
     def __call__(self, values: Sequence[Any], /) -> tuple[list[Any], list[Any]]: ...
 

@@ -1,0 +1,402 @@
+"""Every differentiation primitive from the ones an engine has.
+
+An engine implements at least one of ``value_and_grad``, ``vjp``, ``vjp_apply`` and
+``jvp`` (see :mod:`adswitch.spec`); the functions here call the engine's own where it has
+it and derive the rest -- correctly, if more slowly:
+
+* a gradient is a pullback of the unit seed, or ``n`` directional derivatives;
+* a pullback of an engine with only ``value_and_grad`` differentiates ``<y, u>``, one
+  run of ``f`` per call; of an engine with only ``jvp``, it contracts the Jacobian's
+  columns;
+* a ``jvp`` of an engine without forward mode contracts the Jacobian's rows (one batched
+  pullback);
+* a batch of cotangents or tangents for an engine without ``Capabilities.batching`` is
+  a loop of single calls, stacked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adswitch.bases import Layout, basis, numpy_dtype, shape_of
+from adswitch.errors import UnsupportedError
+from adswitch.namespace import array_namespace
+from adswitch.spec import (
+    PRIMITIVES,
+    Backend,
+    CallInfo,
+    LossFn,
+    OutputFn,
+    Pullback,
+    SeedFn,
+    implements,
+)
+
+__all__ = ["diff_leaves", "jvp", "natives", "unit_seed", "value_and_grad", "vjp", "vjp_apply"]
+
+_NATIVE: dict[type, frozenset[str]] = {}
+
+
+def natives(engine: Backend) -> frozenset[str]:
+    """The primitives ``engine`` implements itself (cached per engine type)."""
+    found = _NATIVE.get(type(engine))
+    if found is None:
+        found = _NATIVE[type(engine)] = frozenset(
+            name for name in PRIMITIVES if implements(engine, name)
+        )
+    return found
+
+
+def _none_at_all(engine: Backend) -> UnsupportedError:
+    return UnsupportedError(
+        f"engine {engine.name!r} implements none of {', '.join(PRIMITIVES)}; an engine must "
+        "implement at least one (see adswitch.spec)."
+    )
+
+
+# -- the scalar loss as a one-output function ---------------------------------------------
+class ScalarOutputs:
+    """A ``LossFn`` seen as an ``OutputFn`` with the loss as its one differentiated output
+    (the loss is always the first output leaf, see ``outputs.loss_of``)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: LossFn) -> None:
+        self.fn = fn
+
+    @property
+    def output_structure(self) -> Hashable:
+        return self.fn.output_structure
+
+    def __call__(self, values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        loss, out = self.fn(values)
+        return [loss], out
+
+    def reuse(self, structure: Hashable) -> None:
+        self.fn.reuse(structure)
+
+
+def unit_seed(diffs: Sequence[Any]) -> list[Any]:
+    """The cotangent ``1`` of a scalar loss, in its dtype."""
+    loss = diffs[0]
+    if isinstance(loss, float) or not hasattr(loss, "dtype"):
+        return [1.0]
+    return [np.ones((), dtype=numpy_dtype(loss.dtype))]
+
+
+def diff_leaves(fn: Any, out_leaves: Sequence[Any]) -> list[Any]:
+    """The differentiated outputs among ``out_leaves`` (after ``fn`` ran or was reused)."""
+    if isinstance(fn, ScalarOutputs):
+        return [out_leaves[0]]
+    return [out_leaves[k] for k in fn.outputs().diff_positions]
+
+
+# -- value_and_grad ---------------------------------------------------------------------
+def value_and_grad(
+    engine: Backend, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+) -> tuple[list[Any], list[Any | None]]:
+    """``Backend.value_and_grad``, native or derived."""
+    have = natives(engine)
+    if "value_and_grad" in have:
+        return engine.value_and_grad(fn, leaves, active, info)
+    scalar = ScalarOutputs(fn)
+    if "vjp" in have or "vjp_apply" in have:
+        return vjp_apply(engine, scalar, leaves, active, unit_seed, info)
+    if "jvp" in have:
+        layout = Layout([leaf for leaf, a in zip(leaves, active) if a])
+        tangents = _spread(basis([v for v, a in zip(leaves, active) if a], layout), active)
+        out, (loss_tangent,) = jvp(
+            engine, scalar, leaves, active, tangents, info._replace(batched=True)
+        )
+        grads: list[Any | None] = [None] * len(leaves)
+        k = 0
+        for i, a in enumerate(active):
+            if a:
+                start, size = layout.offsets[k], layout.sizes[k]
+                grads[i] = _like(engine, loss_tangent[start : start + size], leaves[i])
+                k += 1
+        return out, grads
+    raise _none_at_all(engine)
+
+
+# -- vjp --------------------------------------------------------------------------------
+def vjp(
+    engine: Backend, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+) -> tuple[list[Any], Pullback]:
+    """``Backend.vjp``, native or derived; the pullback takes batches on every engine."""
+    have = natives(engine)
+    if "vjp" in have:
+        out, pullback = engine.vjp(fn, leaves, active, info)
+        if engine.capabilities.batching:
+            return out, pullback
+        return out, _Looped(engine, pullback)
+    if "vjp_apply" in have:
+        return _vjp_by_apply(engine, fn, leaves, active, info)
+    if "value_and_grad" in have:
+        return _vjp_by_gradients(engine, fn, leaves, active, info)
+    if "jvp" in have:
+        return _vjp_by_columns(engine, fn, leaves, active, info)
+    raise _none_at_all(engine)
+
+
+class _Looped:
+    """A pullback of an engine without batching, taking batches one row at a time."""
+
+    __slots__ = ("engine", "pullback")
+
+    def __init__(self, engine: Backend, pullback: Pullback) -> None:
+        self.engine = engine
+        self.pullback = pullback
+
+    def __call__(self, cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
+        if not batched:
+            return self.pullback(cotangents)
+        rows = [self.pullback([c[b] for c in cotangents]) for b in range(_batch(cotangents))]
+        return _stack_rows(self.engine, rows)
+
+
+def _vjp_by_apply(
+    engine: Backend, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+) -> tuple[list[Any], Pullback]:
+    out, _ = engine.vjp_apply(fn, leaves, active, _zeros_seed, info._replace(batched=False))
+
+    def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
+        fixed = list(cotangents)
+        unbatched = info._replace(batched=batched)
+        if batched and not engine.capabilities.batching:
+            rows = [
+                engine.vjp_apply(
+                    fn,
+                    leaves,
+                    active,
+                    _const([c[b] for c in fixed]),
+                    unbatched._replace(batched=False),
+                )[1]
+                for b in range(_batch(fixed))
+            ]
+            return _stack_rows(engine, rows)
+        return engine.vjp_apply(fn, leaves, active, _const(fixed), unbatched)[1]
+
+    return out, pullback
+
+
+def _vjp_by_gradients(
+    engine: Backend, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+) -> tuple[list[Any], Pullback]:
+    """Through ``value_and_grad`` of ``<y, u>``: ``f`` runs once per pullback call (and
+    once now, for the outputs)."""
+
+    def grads_of(cotangents: Sequence[Any] | None) -> tuple[list[Any], list[Any | None]]:
+        def loss_fn(values: Sequence[Any]) -> tuple[Any, list[Any]]:
+            diffs, out = fn(values)
+            total: Any = 0.0  # no cotangents: a run for the outputs only
+            if cotangents is not None:
+                xp = array_namespace(*diffs)
+                for y, u in zip(diffs, cotangents):
+                    if isinstance(y, float):
+                        total = total + y * float(u)
+                    else:
+                        total = total + xp.sum(y * xp.asarray(u))
+            return total, out
+
+        # The loss bakes the cotangents in: a compiled program of it must not be reused.
+        return engine.value_and_grad(_RawLoss(loss_fn, fn), leaves, active, unkeyed)
+
+    unkeyed = info._replace(cache_key=None)
+    out, _ = grads_of(None)
+
+    def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
+        if not batched:
+            return grads_of(list(cotangents))[1]
+        rows = [grads_of([c[b] for c in cotangents])[1] for b in range(_batch(cotangents))]
+        return _stack_rows(engine, rows)
+
+    return out, pullback
+
+
+def _vjp_by_columns(
+    engine: Backend, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+) -> tuple[list[Any], Pullback]:
+    """Through the Jacobian's columns (one batched jvp over the inputs' basis)."""
+    inputs = [leaf for leaf, a in zip(leaves, active) if a]
+    layout = Layout(inputs)
+    tangents = _spread(basis(inputs, layout), active)
+    out, columns = jvp(engine, fn, leaves, active, tangents, info._replace(batched=True))
+    # columns[k]: (n_inputs, *y_k.shape) -- row r is d y_k / d input element r
+
+    def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
+        xp = array_namespace(*columns, *cotangents)
+        total: Any = None
+        for col, u in zip(columns, cotangents):
+            flat_col = xp.reshape(col, (layout.total, -1))  # (n, m_k)
+            u = xp.asarray(u)
+            flat_u = xp.reshape(u, (-1, flat_col.shape[1])) if batched else xp.reshape(u, (-1, 1))
+            part = (
+                xp.matmul(flat_u, xp.matrix_transpose(flat_col))
+                if batched
+                else xp.reshape(xp.matmul(flat_col, flat_u), (-1,))
+            )
+            total = part if total is None else total + part
+        grads: list[Any | None] = [None] * len(leaves)
+        k = 0
+        for i, a in enumerate(active):
+            if a:
+                start, size = layout.offsets[k], layout.sizes[k]
+                if batched:
+                    piece = total[:, start : start + size]
+                    grads[i] = xp.reshape(piece, (piece.shape[0], *layout.shapes[k]))
+                else:
+                    grads[i] = _like(engine, total[start : start + size], leaves[i])
+                k += 1
+        return grads
+
+    return out, pullback
+
+
+# -- vjp_apply ---------------------------------------------------------------------------
+def vjp_apply(
+    engine: Backend,
+    fn: OutputFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    seed: SeedFn,
+    info: CallInfo,
+) -> tuple[list[Any], list[Any | None]]:
+    """``Backend.vjp_apply``, native or derived."""
+    have = natives(engine)
+    if "vjp_apply" in have and (not info.batched or engine.capabilities.batching):
+        return engine.vjp_apply(fn, leaves, active, seed, info)
+    out, pullback = vjp(engine, fn, leaves, active, info._replace(batched=False))
+    return out, pullback(seed(diff_leaves(fn, out)), batched=info.batched)
+
+
+# -- jvp ---------------------------------------------------------------------------------
+def jvp(
+    engine: Backend,
+    fn: OutputFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    tangents: Sequence[Any],
+    info: CallInfo,
+) -> tuple[list[Any], list[Any]]:
+    """``Backend.jvp``, native or derived (from the Jacobian's rows)."""
+    have = natives(engine)
+    if "jvp" in have:
+        if not info.batched or engine.capabilities.batching:
+            return engine.jvp(fn, leaves, active, tangents, info)
+        n = _batch([t for t in tangents if t is not None])
+        runs = [
+            engine.jvp(
+                fn,
+                leaves,
+                active,
+                [None if t is None else t[b] for t in tangents],
+                info._replace(batched=False),
+            )
+            for b in range(n)
+        ]
+        return runs[-1][0], _stack_columns(engine, [r[1] for r in runs])
+    out, pullback = vjp(engine, fn, leaves, active, info._replace(batched=False))
+    diffs = diff_leaves(fn, out)
+    out_layout = Layout(diffs)
+    rows = pullback(basis(diffs, out_layout), batched=True)  # per leaf: (m, *leaf.shape)
+    xp = array_namespace(*[r for r in rows if r is not None], *diffs)
+    total: Any = None
+    for r, t in zip(rows, tangents):
+        if r is None or t is None:
+            continue
+        flat_r = xp.reshape(r, (out_layout.total, -1))  # (m, n_u)
+        t = xp.asarray(t)
+        if info.batched:
+            part = xp.matmul(xp.reshape(t, (t.shape[0], -1)), xp.matrix_transpose(flat_r))
+        else:
+            part = xp.reshape(xp.matmul(flat_r, xp.reshape(t, (-1, 1))), (-1,))
+        total = part if total is None else total + part
+    out_tangents = []
+    for k, y in enumerate(diffs):
+        start, size = out_layout.offsets[k], out_layout.sizes[k]
+        if info.batched:
+            piece = total[:, start : start + size]
+            out_tangents.append(xp.reshape(piece, (piece.shape[0], *shape_of(y))))
+        else:
+            out_tangents.append(_like(engine, total[start : start + size], y))
+    return out, out_tangents
+
+
+# -- small helpers ----------------------------------------------------------------------
+class _RawLoss:
+    """A loss function in ``LossFn`` form that forwards the output-structure handshake to
+    the ``OutputFn`` it is built on."""
+
+    __slots__ = ("base", "fn")
+
+    def __init__(
+        self, fn: Callable[[Sequence[Any]], tuple[Any, list[Any]]], base: OutputFn
+    ) -> None:
+        self.fn = fn
+        self.base = base
+
+    @property
+    def output_structure(self) -> Hashable:
+        return self.base.output_structure
+
+    def __call__(self, values: Sequence[Any]) -> tuple[Any, list[Any]]:
+        return self.fn(values)
+
+    def reuse(self, structure: Hashable) -> None:
+        self.base.reuse(structure)
+
+
+def _zeros_seed(diffs: Sequence[Any]) -> list[Any]:
+    return [
+        0.0 if isinstance(d, float) else np.zeros(shape_of(d), dtype=numpy_dtype(d.dtype))
+        for d in diffs
+    ]
+
+
+def _const(cotangents: list[Any]) -> SeedFn:
+    return lambda diffs: cotangents
+
+
+def _batch(arrays: Sequence[Any]) -> int:
+    for a in arrays:
+        if a is not None:
+            return int(shape_of(a)[0])
+    return 0
+
+
+def _spread(per_active: list[Any], active: Sequence[bool]) -> list[Any]:
+    """Values for the active leaves spread over all leaves (``None`` elsewhere)."""
+    it = iter(per_active)
+    return [next(it) if a else None for a in active]
+
+
+def _stack_rows(engine: Backend, rows: list[list[Any | None]]) -> list[Any | None]:
+    """Per leaf, the rows' results stacked along a new leading axis."""
+    if not rows:
+        return []
+    return _stack_columns(engine, rows)
+
+
+def _stack_columns(engine: Backend, runs: list[list[Any]]) -> list[Any]:
+    out: list[Any] = []
+    for parts in zip(*runs):
+        if parts[0] is None:
+            out.append(None)
+        elif isinstance(parts[0], float):
+            out.append(np.asarray(parts, dtype=np.float64))
+        else:
+            out.append(array_namespace(*parts).stack(list(parts)))
+    return out
+
+
+def _like(engine: Backend, flat: Any, leaf: Any) -> Any:
+    """A flat piece of a result, shaped like ``leaf`` (for a Python float, its one
+    element: made a float at top level by the front end, kept traced when nested)."""
+    if isinstance(leaf, float):
+        return flat[0]
+    xp = array_namespace(flat)
+    return xp.reshape(flat, shape_of(leaf))

@@ -1,0 +1,125 @@
+"""``jvp`` and ``derivative``: forward mode, one tangent pushed through ``f``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adswitch import derive, trees
+from adswitch.activity import Const, Duplicated
+from adswitch.bases import numpy_dtype
+from adswitch.call import running, start
+from adswitch.errors import ActivityError
+from adswitch.leaves import describe, leaf_kind
+from adswitch.outputs import OutputFunction, Outputs
+from adswitch.spec import Backend
+from adswitch.tangents import tangents_per_leaf
+
+__all__ = ["derivative", "jvp"]
+
+
+def jvp(
+    f: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    backend: str | Backend | None = None,
+    has_aux: bool = False,
+) -> tuple[Any, ...]:
+    """``f(*primals)`` and its directional derivative along ``tangents`` (forward mode).
+
+    Args:
+        f: the function; its whole output ``y`` is differentiated (with ``has_aux``, the
+            first element of the pair ``(y, aux)`` it returns).
+        primals: a tuple of arguments, plain or ``Const``.
+        tangents: a tuple with one tree per primal, shaped like it (``None`` at ``Const``
+            primals and at leaves that are not floating). A tied array has one tangent,
+            the one at its first place.
+        backend: the engine (see :func:`adswitch.gradient`).
+        has_aux: ``f`` returns ``(y, aux)``.
+
+    Returns:
+        ``(y, y_tangent)``, or ``(y, y_tangent, aux)`` with ``has_aux``: ``y_tangent`` is a
+        tree like ``y`` (``None`` at its non-floating leaves) holding ``J @ tangents``.
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> y, t = ad.jvp(lambda x: x ** 3, (np.array([1.0, 2.0]),), (np.array([1.0, 0.5]),))
+        >>> t.tolist()
+        [3.0, 6.0]
+    """
+    if not isinstance(primals, (tuple, list)):
+        raise ActivityError(
+            f"primals must be a tuple of f's arguments, e.g. ad.jvp(f, (x,), (v,)); got "
+            f"{describe(primals)}."
+        )
+    started = start(f, tuple(primals), backend, "jvp", duplicated_ok=False)
+    plan, engine, depth = started
+    per_leaf = tangents_per_leaf(plan, tangents)
+    fn = OutputFunction(f, plan, has_aux, "jvp")
+    info = started.info(f, "jvp", ("jvp", has_aux))
+    with running(engine):
+        out_leaves, out_tangents = derive.jvp(engine, fn, plan.leaves, plan.active, per_leaf, info)
+    layout = fn.outputs()
+    value = fn.output(out_leaves)
+    tangent = output_tree(layout, out_tangents, out_leaves, depth)
+    if has_aux:
+        y, aux = value
+        return y, tangent, aux
+    return value, tangent
+
+
+def output_tree(
+    layout: Outputs, per_output: Sequence[Any], out_leaves: Sequence[Any], depth: int
+) -> Any:
+    """A tree like ``y`` with ``per_output`` at its floating leaves (``None`` elsewhere);
+    at top level a Python float output gets a Python float."""
+    leaves: list[Any] = [None] * layout.n_y
+    for k, value in zip(layout.diff_positions, per_output):
+        if not depth and isinstance(out_leaves[k], float) and not isinstance(value, float):
+            value = float(value)
+        leaves[k] = value
+    return trees.unflatten(layout.y_def, leaves)
+
+
+def derivative(
+    f: Callable[..., Any], x: Any, *args: Any, backend: str | Backend | None = None
+) -> Any:
+    """The derivative of ``f`` with respect to the scalar ``x``, shaped like the output.
+
+    Args:
+        f: the function ``f(x, *args)``; its whole output (a tree) is differentiated.
+        x: a Python float or a 0-d floating array.
+        *args: further arguments, constant (plain or ``Const``: neither is differentiated).
+        backend: the engine (see :func:`adswitch.gradient`).
+
+    Returns:
+        A tree like ``f``'s output holding ``d f / d x`` at its floating leaves (``None``
+        elsewhere).
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> ad.derivative(lambda t, a: a * t ** 2, 3.0, np.array([1.0, 2.0])).tolist()
+        [6.0, 12.0]
+    """
+    if (
+        isinstance(x, (Const, Duplicated))
+        or leaf_kind(x) != "f"
+        or tuple(getattr(x, "shape", ())) != ()
+    ):
+        raise ActivityError(
+            f"ad.derivative differentiates with respect to a scalar x (a Python float or a "
+            f"0-d floating array); got {describe(x)}. For arrays use ad.jacobian or ad.jvp."
+        )
+    constants = []
+    for a, arg in enumerate(args, start=1):
+        if isinstance(arg, Duplicated):
+            raise ActivityError(
+                f"args[{a}] is Duplicated, but ad.derivative differentiates only x; pass the "
+                "argument plain (it is held constant)."
+            )
+        constants.append(arg if isinstance(arg, Const) else Const(arg))
+    one = 1.0 if isinstance(x, float) else np.ones((), dtype=numpy_dtype(x.dtype))
+    _, tangent = jvp(f, (x, *constants), (one, *[None] * len(constants)), backend=backend)
+    return tangent

@@ -1,0 +1,241 @@
+"""``jacobian``: every partial derivative of every output, in jax's ``jacrev`` layout.
+
+One batched primitive call computes the whole matrix: reverse mode pulls back an identity
+basis over the outputs (one row per output element), forward mode pushes one over the
+inputs (one column per input element). Engines without batching get a loop of single
+calls from the front end (``derive``); the numbers are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adswitch import derive, trees
+from adswitch.bases import Layout, basis, block, shape_of
+from adswitch.call import running, start
+from adswitch.errors import UsageError
+from adswitch.namespace import array_namespace
+from adswitch.outputs import OutputFunction
+from adswitch.plan import Plan
+from adswitch.results import place
+from adswitch.spec import Backend, CallInfo
+
+__all__ = ["jacobian"]
+
+MODES = ("auto", "reverse", "forward")
+
+# Output sizes seen per compiled function and input signature: lets "auto" pick the
+# cheaper mode before running f (a compiling engine then fuses the whole Jacobian).
+_OUTPUT_SIZES: OrderedDict[Hashable, int] = OrderedDict()
+_OUTPUT_SIZES_MAX = 512
+
+
+def jacobian(
+    f: Callable[..., Any],
+    *args: Any,
+    backend: str | Backend | None = None,
+    mode: str = "auto",
+    has_aux: bool = False,
+) -> Any:
+    """The Jacobian of ``f`` with respect to every non-``Const`` argument.
+
+    Args:
+        f: the function; its whole output ``y`` is differentiated (with ``has_aux``, the
+            first element of the pair ``(y, aux)`` it returns).
+        *args: the arguments, plain or ``Const`` (``Duplicated`` has no meaning here).
+        backend: the engine (see :func:`adswitch.gradient`).
+        mode: ``"reverse"`` (one pullback per output element), ``"forward"`` (one tangent
+            per input element) or ``"auto"`` (whichever needs fewer, given the engine's
+            primitives); all give the same numbers.
+        has_aux: ``f`` returns ``(y, aux)``; the call then returns ``(jacobian, aux)``.
+
+    Returns:
+        The layout of ``jax.jacrev(f, argnums=<every position>)``: for ``y`` one array, a
+        tuple with one entry per argument -- ``None`` for ``Const``, else a tree like the
+        argument whose leaves have shape ``y.shape + leaf.shape`` (``None`` at leaves that
+        are not floating, and at the later places of a tied array). For a tree ``y``, the
+        tree of ``y`` with each floating leaf replaced by such a tuple.
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> W = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        >>> ad.jacobian(lambda x, W: W @ x, np.ones(2), ad.Const(W))[0].tolist()
+        [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    """
+    if mode not in MODES:
+        raise UsageError(f"mode={mode!r}; ad.jacobian's mode is one of {', '.join(MODES)}.")
+    started = start(f, args, backend, "jacobian", duplicated_ok=False)
+    plan, engine, depth = started
+    fn = OutputFunction(f, plan, has_aux, "jacobian")
+    info = started.info(f, "jacobian", ("jacobian", has_aux))
+    inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
+    in_layout = Layout(inputs)
+    chosen = _choose(mode, engine, info, in_layout.total, plan)
+    with running(engine):
+        if chosen == "forward":
+            out_leaves, per_output = _forward(engine, fn, plan, inputs, in_layout, info)
+        elif chosen == "reverse":
+            out_leaves, per_output = _reverse(engine, fn, plan, in_layout, info)
+        else:
+            out_leaves, per_output = _auto(engine, fn, plan, inputs, in_layout, info)
+    layout = fn.outputs()
+    if info.cache_key is not None:
+        _remember_size(info, plan, sum(Layout(derive.diff_leaves(fn, out_leaves)).sizes))
+    value = fn.output(out_leaves)
+    entries: list[Any] = [None] * layout.n_y
+    for k, per_leaf in zip(layout.diff_positions, per_output):
+        if not depth:
+            per_leaf = [_as_scalar(v, leaf) for v, leaf in zip(per_leaf, plan.leaves)]
+        entries[k] = place(plan, per_leaf)
+    jac = trees.unflatten(layout.y_def, entries)
+    if has_aux:
+        return jac, value[1]
+    return jac
+
+
+PerOutput = list[list[Any]]  # per differentiated output leaf: per unique leaf, its block
+
+
+def _reverse(
+    engine: Backend, fn: OutputFunction, plan: Plan, in_layout: Layout, info: CallInfo
+) -> tuple[list[Any], PerOutput]:
+    def seed(diffs: Sequence[Any]) -> list[Any]:
+        return basis(diffs, Layout(diffs))
+
+    out_leaves, rows = derive.vjp_apply(
+        engine, fn, plan.leaves, plan.active, seed, info._replace(batched=True)
+    )
+    diffs = derive.diff_leaves(fn, out_leaves)
+    return out_leaves, _row_blocks(engine, plan, diffs, Layout(diffs), rows)
+
+
+def _forward(
+    engine: Backend,
+    fn: OutputFunction,
+    plan: Plan,
+    inputs: list[Any],
+    in_layout: Layout,
+    info: CallInfo,
+) -> tuple[list[Any], PerOutput]:
+    seeds = iter(basis(inputs, in_layout))
+    tangents = [next(seeds) if a else None for a in plan.active]
+    out_leaves, columns = derive.jvp(
+        engine, fn, plan.leaves, plan.active, tangents, info._replace(batched=True)
+    )
+    diffs = derive.diff_leaves(fn, out_leaves)
+    return out_leaves, _column_blocks(engine, plan, diffs, in_layout, columns)
+
+
+def _auto(
+    engine: Backend,
+    fn: OutputFunction,
+    plan: Plan,
+    inputs: list[Any],
+    in_layout: Layout,
+    info: CallInfo,
+) -> tuple[list[Any], PerOutput]:
+    """Both modes available and the output size unknown: run ``f`` once in reverse mode,
+    then pull back (fewer outputs) or push forward (fewer inputs)."""
+    out_leaves, pullback = derive.vjp(
+        engine, fn, plan.leaves, plan.active, info._replace(batched=False)
+    )
+    diffs = derive.diff_leaves(fn, out_leaves)
+    out_layout = Layout(diffs)
+    if out_layout.total <= in_layout.total:
+        rows = pullback(basis(diffs, out_layout), batched=True)
+        return out_leaves, _row_blocks(engine, plan, diffs, out_layout, rows)
+    return _forward(engine, fn, plan, inputs, in_layout, info)
+
+
+def _row_blocks(
+    engine: Backend, plan: Plan, diffs: Sequence[Any], out_layout: Layout, rows: Sequence[Any]
+) -> PerOutput:
+    """Per output leaf k, per input leaf: rows ``k`` of the batched pullback, shaped
+    ``y_k.shape + x.shape``."""
+    per_output: PerOutput = []
+    for k in range(len(diffs)):
+        start_k, size_k = out_layout.offsets[k], out_layout.sizes[k]
+        per_leaf: list[Any] = []
+        for u, r in enumerate(rows):
+            if r is None or not plan.active[u]:
+                per_leaf.append(None)
+                continue
+            xp = array_namespace(r)
+            per_leaf.append(
+                block(
+                    xp, r, start_k, start_k + size_k, out_layout.shapes[k], shape_of(plan.leaves[u])
+                )
+            )
+        per_output.append(per_leaf)
+    return per_output
+
+
+def _column_blocks(
+    engine: Backend, plan: Plan, diffs: Sequence[Any], in_layout: Layout, columns: Sequence[Any]
+) -> PerOutput:
+    """Per output leaf k, per input leaf: the columns of that input, shaped
+    ``y_k.shape + x.shape`` (the batch axis moved behind the output's axes)."""
+    per_output: PerOutput = []
+    for k, col in enumerate(columns):
+        y_shape = shape_of(diffs[k])
+        xp = array_namespace(col)
+        per_leaf: list[Any] = [None] * len(plan.leaves)
+        a = 0
+        for u, active in enumerate(plan.active):
+            if not active:
+                continue
+            x_shape = in_layout.shapes[a]
+            start_a = in_layout.offsets[a]
+            piece = block(xp, col, start_a, start_a + in_layout.sizes[a], x_shape, y_shape)
+            nx = len(x_shape)
+            order = (*range(nx, nx + len(y_shape)), *range(nx))
+            per_leaf[u] = xp.permute_dims(piece, order) if nx and y_shape else piece
+            a += 1
+        per_output.append(per_leaf)
+    return per_output
+
+
+def _choose(mode: str, engine: Backend, info: CallInfo, n_inputs: int, plan: Plan) -> str:
+    """The mode to run: ``"auto"`` is kept only when both are cheap and the output size
+    is not known yet."""
+    if mode != "auto":
+        return mode
+    have = derive.natives(engine)
+    if not have & {"vjp", "vjp_apply", "value_and_grad"}:
+        return "forward"
+    if "jvp" not in have or not engine.capabilities.forward:
+        return "reverse"  # no true forward mode: one reverse sweep per row is the cheapest
+    size = _known_size(info, plan)
+    if size is None:
+        return "auto"
+    return "reverse" if size <= n_inputs else "forward"
+
+
+def _size_key(info: CallInfo, plan: Plan) -> Hashable:
+    return (info.cache_key, tuple((shape_of(v), str(getattr(v, "dtype", ""))) for v in plan.leaves))
+
+
+def _known_size(info: CallInfo, plan: Plan) -> int | None:
+    if info.cache_key is None:
+        return None
+    return _OUTPUT_SIZES.get(_size_key(info, plan))
+
+
+def _remember_size(info: CallInfo, plan: Plan, size: int) -> None:
+    key = _size_key(info, plan)
+    _OUTPUT_SIZES[key] = size
+    _OUTPUT_SIZES.move_to_end(key)
+    if len(_OUTPUT_SIZES) > _OUTPUT_SIZES_MAX:
+        _OUTPUT_SIZES.popitem(last=False)
+
+
+def _as_scalar(value: Any, leaf: Any) -> Any:
+    """At top level, a 0-d block for a Python float (or numpy scalar) leaf is given back
+    as that type, as gradients are."""
+    if value is not None and isinstance(leaf, (float, np.generic)) and shape_of(value) == ():
+        return type(leaf)(value)
+    return value

@@ -1,0 +1,217 @@
+"""``hessian`` and ``hvp``: second derivatives of a scalar loss.
+
+Both differentiate the gradient once more: forward-over-reverse (a ``jvp`` of the
+gradient) on engines with a true forward mode, reverse-over-reverse (a pullback of the
+gradient) on the others; the gradient itself is an inner call on the same engine, so an
+engine needs ``Capabilities.nested``. The Hessian is the batched form, over an identity
+basis: one engine call for the whole matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from adswitch import derive, selection, trees
+from adswitch.bases import Layout, basis, block
+from adswitch.call import running, start
+from adswitch.errors import UnsupportedError
+from adswitch.namespace import array_namespace
+from adswitch.outputs import LossFunction, Outputs
+from adswitch.plan import CONST, Plan
+from adswitch.results import place, restore_scalar_types, write_shadows
+from adswitch.spec import Backend, CallInfo
+from adswitch.tangents import tangents_per_leaf
+
+__all__ = ["GradientFunction", "hessian", "hvp"]
+
+
+class GradientFunction:
+    """An ``OutputFn`` whose differentiated outputs are the gradient of ``f``'s loss with
+    respect to the active leaves, computed by an inner call on the same engine."""
+
+    __slots__ = ("_layout", "active", "engine", "f", "loss", "output_structure")
+
+    def __init__(self, engine: Backend, f: Callable[..., Any], plan: Plan) -> None:
+        self.engine = engine
+        self.f = f
+        self.loss = LossFunction(f, plan)
+        self.active = plan.active
+        n = sum(1 for a in plan.active if a)
+        self._layout = Outputs(None if n == 1 else _tuple_def(n), n, tuple(range(n)), None)
+        self.output_structure: Hashable = self._layout
+
+    def __call__(self, values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        depth = len(selection.current_calls.get())
+        info = CallInfo(depth, None, "gradient", self.f)
+        with running(self.engine):
+            _, grads = derive.value_and_grad(self.engine, self.loss, values, self.active, info)
+        diffs = [g for g, a in zip(grads, self.active) if a]
+        return diffs, list(diffs)
+
+    def reuse(self, structure: Hashable) -> None:
+        pass  # the structure never changes: one gradient per active leaf
+
+    def outputs(self) -> Outputs:
+        return self._layout
+
+
+def _tuple_def(n: int) -> trees.TreeDef:
+    return trees.flatten(tuple(range(n)))[1]
+
+
+def _second_order_strategy(engine: Backend, operator: str) -> str:
+    if not engine.capabilities.nested:
+        raise UnsupportedError(
+            f"engine {engine.name!r} cannot compute ad.{operator}: second derivatives need an "
+            "engine that differentiates its own gradients (Capabilities.nested). Choose "
+            "another engine with backend=, e.g. 'tape'."
+        )
+    if engine.capabilities.forward and "jvp" in derive.natives(engine):
+        return "forward-over-reverse"
+    return "reverse-over-reverse"
+
+
+def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = None) -> Any:
+    """The Hessian of ``f``'s scalar loss with respect to every non-``Const`` argument.
+
+    Args:
+        f: as for :func:`adswitch.gradient`: returns a real scalar loss, or a tuple/dict
+            whose first element is one (aux outputs after it are ignored).
+        *args: the arguments, plain or ``Const``.
+        backend: the engine (see :func:`adswitch.gradient`).
+
+    Returns:
+        ``H`` with ``H[a][b]`` the block for arguments ``a`` and ``b`` (``None`` where
+        either is ``Const``): for array arguments an array of shape
+        ``x_a.shape + x_b.shape``; for trees, the tree of ``a`` with each leaf replaced
+        by the tree of ``b`` holding the blocks (jax's ``hessian`` layout).
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> H = ad.hessian(lambda x: ad.array_namespace(x).sum(x ** 3), np.array([1.0, 2.0]))
+        >>> H[0][0].tolist()
+        [[6.0, 0.0], [0.0, 12.0]]
+    """
+    started = start(f, args, backend, "hessian", duplicated_ok=False)
+    plan, engine, depth = started
+    strategy = _second_order_strategy(engine, "hessian")
+    inner = GradientFunction(engine, f, plan)
+    info = started.info(f, "hessian", ("hessian", strategy))._replace(batched=True)
+    inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
+    layout = Layout(inputs)
+    seeds = basis(inputs, layout)
+    with running(engine):
+        if strategy == "forward-over-reverse":
+            tangents = iter(seeds)
+            _, columns = derive.jvp(
+                engine,
+                inner,
+                plan.leaves,
+                plan.active,
+                [next(tangents) if a else None for a in plan.active],
+                info,
+            )
+            # columns[j]: (n, *x_j.shape), row r = d grad_j / d (input element r)
+            per_pair = _blocks(engine, columns, layout)
+        else:
+            _, rows = derive.vjp_apply(
+                engine, inner, plan.leaves, plan.active, lambda diffs: seeds, info
+            )
+            # rows[j] (spread over leaves): (n, *x_j.shape), row r = d (grad element r) / d x_j
+            per_pair = _blocks(engine, [r for r, a in zip(rows, plan.active) if a], layout)
+    return _hessian_layout(plan, per_pair, depth)
+
+
+def _blocks(engine: Backend, results: Sequence[Any], layout: Layout) -> dict[tuple[int, int], Any]:
+    """``{(i, j): H_ij}`` over active-leaf indices from one batched result per leaf ``j``
+    whose rows ``i`` are the basis directions of leaf ``i``. (Forward-over-reverse gives
+    ``d grad_j / d x_i``, reverse-over-reverse ``d grad_i / d x_j``: the same block of a
+    twice-differentiable function, jax's ``H[i][j][p, q] = d grad_i[p] / d x_j[q]``.)"""
+    out: dict[tuple[int, int], Any] = {}
+    for j, res in enumerate(results):
+        xp = array_namespace(res)
+        for i in range(len(layout.sizes)):
+            start_i = layout.offsets[i]
+            out[(i, j)] = block(
+                xp, res, start_i, start_i + layout.sizes[i], layout.shapes[i], layout.shapes[j]
+            )
+    return out
+
+
+def _hessian_layout(plan: Plan, per_pair: dict[tuple[int, int], Any], depth: int) -> Any:
+    """``H[a][b]``: the tree of argument ``a`` with each leaf replaced by the tree of
+    argument ``b`` holding the blocks (first places of tied arrays only)."""
+    index: dict[int, int] = {}  # unique leaf -> its index among the active leaves
+    for u, a in enumerate(plan.active):
+        if a:
+            index[u] = len(index)
+
+    def row_for(u: int) -> tuple[Any, ...]:
+        per_leaf = [
+            _scalar(per_pair[(index[u], index[v])], plan.leaves[u], plan.leaves[v], depth)
+            if v in index
+            else None
+            for v in range(len(plan.leaves))
+        ]
+        return place(plan, per_leaf)
+
+    rows = [row_for(u) if u in index else None for u in range(len(plan.leaves))]
+    return tuple(
+        None if p.kind == CONST else entry for p, entry in zip(plan.args, place(plan, rows))
+    )
+
+
+def _scalar(value: Any, leaf_a: Any, leaf_b: Any, depth: int) -> Any:
+    if not depth and isinstance(leaf_a, float) and isinstance(leaf_b, float):
+        return float(value)
+    return value
+
+
+def hvp(
+    f: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    backend: str | Backend | None = None,
+    zero: bool = True,
+) -> tuple[Any, ...]:
+    """The Hessian of ``f``'s scalar loss times ``tangents``, one entry per argument.
+
+    Args:
+        f: as for :func:`adswitch.gradient`.
+        primals: a tuple of arguments (plain, ``Const`` or ``Duplicated``).
+        tangents: a tuple with one tree per primal, shaped like it (``None`` at ``Const``).
+        backend: the engine (see :func:`adswitch.gradient`).
+        zero: zero ``Duplicated`` shadows before adding ``H @ v`` into them.
+
+    Returns:
+        ``H @ tangents``, placed exactly as :func:`adswitch.gradient` places gradients.
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> f = lambda x: ad.array_namespace(x).sum(x ** 3)
+        >>> ad.hvp(f, (np.array([1.0, 2.0]),), (np.array([1.0, 1.0]),))[0].tolist()
+        [6.0, 12.0]
+    """
+    started = start(f, tuple(primals), backend, "hvp")
+    plan, engine, depth = started
+    strategy = _second_order_strategy(engine, "hvp")
+    per_leaf = tangents_per_leaf(plan, tangents)
+    inner = GradientFunction(engine, f, plan)
+    info = started.info(f, "hvp", ("hvp", strategy))
+    with running(engine):
+        if strategy == "forward-over-reverse":
+            _, out = derive.jvp(engine, inner, plan.leaves, plan.active, per_leaf, info)
+            it = iter(out)
+            products = [next(it) if a else None for a in plan.active]
+        else:
+            cotangents = [t for t, a in zip(per_leaf, plan.active) if a]
+            _, products = derive.vjp_apply(
+                engine, inner, plan.leaves, plan.active, lambda diffs: cotangents, info
+            )
+    if not depth:
+        products = restore_scalar_types(plan, products)
+    results = place(plan, products)
+    if plan.has_duplicated:
+        write_shadows(plan, engine, products, zero)
+    return results

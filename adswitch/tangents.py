@@ -1,0 +1,158 @@
+"""The user's tangents (for ``jvp``, ``hvp``) and cotangents (for a ``vjp``'s pullback),
+checked against what they go with and turned into one value per leaf.
+
+A tangent tree mirrors its primal: an array shaped like each floating leaf, ``None``
+elsewhere and for a ``Const`` argument. A tied array has one tangent -- the one at its
+first position; later positions may repeat it (or hold ``None``), never differ from it.
+A cotangent tree mirrors the differentiated output the same way. Every error names the
+place by key path and says the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from adswitch import trees
+from adswitch.bases import numpy_dtype, shape_of
+from adswitch.errors import ActivityError
+from adswitch.leaves import describe, leaf_kind
+from adswitch.outputs import Outputs
+from adswitch.plan import CONST, Plan
+
+__all__ = ["cotangents_per_output", "tangents_per_leaf"]
+
+
+def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list[Any]:
+    """One tangent per unique leaf of ``plan`` (``None`` where inactive).
+
+    Args:
+        plan: the primals' plan.
+        tangents: a tuple (or list) with one tree per primal.
+        name: how the caller calls them, for messages (``"tangents"``).
+    """
+    if not isinstance(tangents, (tuple, list)) or len(tangents) != len(plan.args):
+        raise ActivityError(
+            f"{name} must be a tuple with one tree per primal ({len(plan.args)}), like "
+            f"primals; got {describe(tangents)}"
+            + (f" of length {len(tangents)}" if isinstance(tangents, (tuple, list)) else "")
+            + ". Pass None for a Const primal."
+        )
+    per_leaf: list[Any] = [None] * len(plan.leaves)
+    seen: list[bool] = [False] * len(plan.leaves)
+    for a, (arg, tree) in enumerate(zip(plan.args, tangents)):
+        root = f"{name}[{a}]"
+        if arg.kind == CONST:
+            if tree is not None:
+                raise ActivityError(
+                    f"{root} is given, but primal {a} is Const, which is not differentiated. "
+                    "Pass None there, or pass the primal plain to push a tangent through it."
+                )
+            continue
+        if tree is None:
+            raise ActivityError(
+                f"{root} is None, but primal {a} is differentiated. Pass a tangent tree "
+                "shaped like it (zeros where you want none), or mark the primal ad.Const."
+            )
+        leaves, treedef = trees.flatten(tree)
+        if treedef != arg.treedef:
+            where = trees.describe_mismatch(arg.treedef, treedef, root)
+            raise ActivityError(
+                f"{root} does not have primal {a}'s structure ({where}). Build it like the "
+                "primal, e.g. with ad.make_zero(primal) and then fill it."
+            )
+        for j, (u, t) in enumerate(zip(arg.leaf_ids, leaves)):
+            path = trees.leaf_path(treedef, root, j)
+            value = plan.leaves[u]
+            if not plan.active[u]:
+                if t is not None:
+                    raise ActivityError(
+                        f"{path} is {describe(t)}, but the primal there is {describe(value)}, "
+                        "which is not differentiated. Pass None there."
+                    )
+                continue
+            if seen[u]:
+                _check_tie(per_leaf[u], t, path, plan.path(*plan.first[u]))
+                continue
+            per_leaf[u] = _conform(t, value, path, "primal")
+            seen[u] = True
+    return per_leaf
+
+
+def cotangents_per_output(layout: Outputs, y_leaves: Sequence[Any], cotangent: Any) -> list[Any]:
+    """One cotangent per differentiated output leaf, from a tree shaped like ``y``."""
+    leaves, treedef = trees.flatten(cotangent)
+    if treedef != layout.y_def:
+        where = trees.describe_mismatch(layout.y_def, treedef, "cotangent")
+        raise ActivityError(
+            f"the cotangent does not have the output's structure ({where}). Pass a tree "
+            "shaped like the differentiated output (None where a leaf is not floating)."
+        )
+    diff = set(layout.diff_positions)
+    out: list[Any] = []
+    for k, (c, y) in enumerate(zip(leaves, y_leaves)):
+        path = trees.leaf_path(treedef, "cotangent", k)
+        if k not in diff:
+            if c is not None:
+                raise ActivityError(
+                    f"{path} is {describe(c)}, but the output there is {describe(y)}, which is "
+                    "not differentiated. Pass None there."
+                )
+            continue
+        out.append(_conform(c, y, path, "output"))
+    return out
+
+
+def _conform(t: Any, value: Any, path: str, what: str) -> Any:
+    """``t`` checked against ``value`` (shape, floating), in ``value``'s dtype."""
+    if t is None:
+        raise ActivityError(
+            f"{path} is None, but the {what} there is {describe(value)}, which is "
+            "differentiated. Pass an array shaped like it (zeros for none)."
+        )
+    if isinstance(value, float):
+        if isinstance(t, (int, float)) and not isinstance(t, bool):
+            return float(t)
+        if shape_of(t) == () and leaf_kind(t) == "f":
+            return t
+        raise ActivityError(
+            f"{path} is {describe(t)}, but the {what} there is a Python float; pass a float."
+        )
+    if isinstance(t, (int, float)) and not isinstance(t, bool) and shape_of(value) == ():
+        return np.asarray(t, dtype=numpy_dtype(value.dtype))
+    if not hasattr(t, "shape") or leaf_kind(t) != "f":
+        raise ActivityError(
+            f"{path} is {describe(t)}; the {what} there is {describe(value)}. Pass a "
+            "floating-point array of the same shape."
+        )
+    if shape_of(t) != shape_of(value):
+        raise ActivityError(
+            f"{path} has shape {shape_of(t)}, but the {what} there has shape "
+            f"{shape_of(value)}. Pass an array of the {what}'s shape."
+        )
+    wanted = numpy_dtype(value.dtype)
+    if isinstance(t, np.ndarray):
+        return t if t.dtype == wanted else t.astype(wanted)
+    # an engine's array (the engine converts it to its kind, see adswitch.spec)
+    if numpy_dtype(t.dtype) != wanted:
+        raise ActivityError(
+            f"{path} has dtype {t.dtype}, but the {what} there has dtype {value.dtype}. "
+            "Convert it (t.astype(...)) to the same dtype."
+        )
+    return t
+
+
+def _check_tie(first: Any, t: Any, path: str, first_path: str) -> None:
+    if t is None or t is first:
+        return
+    if isinstance(t, np.ndarray) and isinstance(first, np.ndarray) and np.array_equal(t, first):
+        return
+    if isinstance(t, float) and isinstance(first, float) and t == first:
+        return
+    raise ActivityError(
+        f"{path} differs from {first_path}'s tangent, but both places hold the same (tied) "
+        "array, which has one tangent. Pass None (or the same tangent) at the later place, "
+        "or pass distinct arrays (x.copy()) if they should move independently."
+    )
