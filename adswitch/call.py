@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from adswitch import derive, keys, selection
+from adswitch.accepts import check_accepts, check_flag
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe
 from adswitch.outputs import LossFunction
@@ -65,7 +66,9 @@ def start(
             "plain (Duplicated makes sense for gradient, withgradient, hvp and the pullback "
             "of vjp)."
         )
-    engine = selection.select(backend, plan.leaves, default_registry())
+    registry = default_registry()
+    engine = selection.select(backend, plan.leaves, registry)
+    check_accepts(plan, engine, registry)
     check_overlap(plan, engine)
     calls = selection.current_calls.get()
     if calls and plan.has_duplicated:
@@ -97,6 +100,8 @@ def differentiate(
 ) -> tuple[Any, tuple[Any, ...]]:
     """``(f's output, gradients)`` of one call; the output is ``None`` for
     ``entry == "gradient"`` (it is not rebuilt)."""
+    if zero is not True and zero is not False:
+        check_flag("zero", zero)
     plan, engine, depth = started = start(f, args, backend, entry)
     fn = LossFunction(f, plan)
     info = started.info(f, entry)

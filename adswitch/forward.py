@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from adswitch import derive, trees
+from adswitch.accepts import check_flag
 from adswitch.activity import Const, Duplicated
 from adswitch.bases import numpy_dtype
 from adswitch.call import running, start
@@ -54,6 +55,7 @@ def jvp(
             f"primals must be a tuple of f's arguments, e.g. ad.jvp(f, (x,), (v,)); got "
             f"{describe(primals)}."
         )
+    check_flag("has_aux", has_aux)
     started = start(f, tuple(primals), backend, "jvp", duplicated_ok=False)
     plan, engine, depth = started
     per_leaf = tangents_per_leaf(plan, tangents)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from adswitch import derive, trees
+from adswitch.accepts import check_flag
 from adswitch.bases import Layout, basis, block, shape_of
 from adswitch.call import running, start
 from adswitch.errors import UsageError
@@ -68,6 +69,7 @@ def jacobian(
     """
     if mode not in MODES:
         raise UsageError(f"mode={mode!r}; ad.jacobian's mode is one of {', '.join(MODES)}.")
+    check_flag("has_aux", has_aux)
     started = start(f, args, backend, "jacobian", duplicated_ok=False)
     plan, engine, depth = started
     fn = OutputFunction(f, plan, has_aux, "jacobian")

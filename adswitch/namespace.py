@@ -59,11 +59,7 @@ def array_namespace(*arrays: Any) -> Any:
             registry = default_registry()
         found = registry.owner(x)
         if found is None:
-            raise AdswitchError(
-                f"no installed engine owns arrays of type {type(x).__module__}."
-                f"{type(x).__qualname__}; installed engines: {', '.join(registry.names())}. "
-                'Install the engine\'s plugin (e.g. pip install "adswitch[torch]").'
-            )
+            raise AdswitchError(_not_an_array(x, registry.listing()))
         if owner is not None and found is not owner:
             raise AdswitchError(
                 f"array_namespace got arrays of engines {owner.name!r} and {found.name!r}; "
@@ -73,3 +69,18 @@ def array_namespace(*arrays: Any) -> Any:
     if owner is None:
         return np
     return owner.namespace(arrays)
+
+
+def _not_an_array(x: Any, listing: str) -> str:
+    name = f"{type(x).__module__}.{type(x).__qualname__}"
+    if isinstance(x, (list, tuple, dict, set, frozenset)):
+        return (
+            f"array_namespace takes arrays, not a {type(x).__name__}; convert it first "
+            "(np.asarray(x)), or pass the arrays it holds."
+        )
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return (
+            f"no installed engine owns arrays of type {name}; {listing}. Use arrays of one "
+            "of them (or numpy), or install the plugin of the engine these arrays belong to."
+        )
+    return f"array_namespace takes arrays; got {name}, which is not one."

@@ -12,6 +12,7 @@ Environment variables:
 
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 from dataclasses import dataclass
@@ -119,8 +120,32 @@ class Registry:
 
     # -- queries ---------------------------------------------------------------------
     def names(self) -> list[str]:
+        """Every engine found, available or not."""
         self._ensure_loaded()
         return sorted({*self._backends, *self._broken})
+
+    def available(self) -> list[str]:
+        """The engines that can be used now (installed and loadable)."""
+        found = []
+        for name in self.names():
+            backend = self._backends.get(name)
+            if backend is None:
+                continue
+            try:
+                self.version(backend)
+            except BackendUnavailableError:
+                continue
+            found.append(name)
+        return found
+
+    def listing(self) -> str:
+        """``"installed engines: 'a', 'b'"`` (and the ones found but not usable)."""
+        usable = self.available()
+        text = "installed engines: " + (", ".join(repr(n) for n in usable) or "none")
+        missing = [n for n in self.names() if n not in usable]
+        if missing:
+            text += f" (found but not installed: {', '.join(repr(n) for n in missing)})"
+        return text
 
     def version(self, backend: Backend) -> str:
         """The engine's version (cached); raises ``BackendUnavailableError``."""
@@ -152,9 +177,8 @@ class Registry:
                 raise BackendUnavailableError(
                     f"engine {name!r} is unavailable: {self._broken[name]}"
                 )
-            listing = ", ".join(repr(n) for n in self.names()) or "none"
             raise AdswitchError(
-                f"unknown engine {name!r}; installed engines: {listing}. "
+                f"unknown engine {name!r}{did_you_mean(name, self.names())}; {self.listing()}. "
                 "Third-party engines register under the 'adswitch.backends' entry point."
             )
         self.version(backend)
@@ -225,6 +249,27 @@ class Registry:
                 backend.register_trees(trees.register_tree)
                 registered = True
         return registered
+
+
+# Other names users reach for, by the engine they mean.
+_ALIASES = {"pytorch": "torch", "jaxlib": "jax", "hips": "autograd", "numpy": "tape"}
+
+
+def did_you_mean(name: str, names: list[str]) -> str:
+    """``" (did you mean 'torch'?)"`` for a near miss of one of ``names``, else ``""``.
+
+    Example:
+        >>> did_you_mean("Torch", ["jax", "tape", "torch"]), did_you_mean("zzz", ["jax"])
+        (" (did you mean 'torch'?)", '')
+    """
+    lowered = name.lower()
+    if lowered in names and lowered != name:
+        return f" (did you mean {lowered!r}?)"
+    alias = _ALIASES.get(lowered)
+    if alias in names:
+        return f" (did you mean {alias!r}?)"
+    close = difflib.get_close_matches(lowered, names, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _UNKNOWN = object()

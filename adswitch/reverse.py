@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from adswitch import derive, selection
+from adswitch.accepts import check_flag
 from adswitch.call import running, start
 from adswitch.errors import UnsupportedError
 from adswitch.outputs import OutputFunction, Outputs
@@ -100,6 +101,8 @@ def vjp(
         >>> pullback(np.array([1.0, 10.0]))[0].tolist()
         [2.0, 40.0]
     """
+    check_flag("zero", zero)
+    check_flag("has_aux", has_aux)
     started = start(f, args, backend, "vjp")
     plan, engine, depth = started
     fn = OutputFunction(f, plan, has_aux, "vjp")

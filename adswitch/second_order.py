@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from adswitch import derive, selection, trees
+from adswitch.accepts import check_flag
 from adswitch.bases import Layout, basis, block
 from adswitch.call import running, start
 from adswitch.errors import UnsupportedError
@@ -193,6 +194,7 @@ def hvp(
         >>> ad.hvp(f, (np.array([1.0, 2.0]),), (np.array([1.0, 1.0]),))[0].tolist()
         [6.0, 12.0]
     """
+    check_flag("zero", zero)
     started = start(f, tuple(primals), backend, "hvp")
     plan, engine, depth = started
     strategy = _second_order_strategy(engine, "hvp")
