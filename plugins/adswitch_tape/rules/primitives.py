@@ -1,7 +1,10 @@
 """The primitives: every differentiable operation the tape records, with its numpy code.
 
-Everything else in the namespace is composed of these. Their gradient rules live in
-``vjps``; their Array API signatures (defaults, validation) in ``namespace``.
+Everything else in the namespace is composed of these. Their gradient rules are in the
+tables beside this module (``elementwise``, ``shapes``, ``linalg``, ``reductions``); their
+Array API signatures (defaults, validation) in the namespace (``adswitch_tape.xp``).
+Each primitive's ``keep_*`` flags say what its rules read; ``tests/test_tape_rules.py``
+checks them against the rules.
 """
 
 from __future__ import annotations
@@ -10,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from .core import IN_PLACE_FROM
-from .primitive import binary, nary, unary
-from .tracer import Tracer
+from ..core import IN_PLACE_FROM
+from ..recording import binary, nary, unary
 
 # -- elementwise, one argument ---------------------------------------------------------
-# ``keep_x=False``/``keep_ans=False``/``keep_args="shapes"``: the rules (``vjps``) never read
-# that value, so the tape does not keep it alive (keep these in step with the rules).
+# ``keep_x=False``/``keep_ans=False``/``keep_args="shapes"``: the rules never read that
+# value, so the tape does not keep it alive (``tests/test_tape_rules.py`` checks them).
 negative = unary("negative", np.negative, saves=False, keep_x=False, keep_ans=False)
 positive = unary("positive", np.positive, saves=False, keep_x=False, keep_ans=False)
 abs = unary("abs", np.abs, keep_ans=False)
@@ -195,13 +197,3 @@ scatter = unary("scatter", _scatter, saves=False, params=True)
 index_update = nary("index_update", _index_update, saves=False)
 concat = nary("concat", lambda *xs, axis: np.concatenate(xs, axis=axis), saves=False)
 stack = nary("stack", lambda *xs, axis: np.stack(xs, axis=axis), saves=False)
-
-
-# The hottest operators call their primitive directly, one Python call less per
-# operation (``Tracer``'s own methods say the same thing one call deeper). Addition and
-# multiplication commute exactly in floating point, so the reflected forms can share them.
-Tracer.__add__ = Tracer.__radd__ = add  # type: ignore[method-assign]
-Tracer.__mul__ = Tracer.__rmul__ = multiply  # type: ignore[method-assign]
-Tracer.__sub__ = subtract  # type: ignore[method-assign]
-Tracer.__truediv__ = divide  # type: ignore[method-assign]
-Tracer.__matmul__ = matmul  # type: ignore[method-assign]
