@@ -228,9 +228,16 @@ def binary(
     return _register(p, prim)
 
 
-def nary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[..., Any]:
-    """A primitive of any number of array arguments ``f(*arrays, **params)``."""
-    p = Prim(name, impl, saves)
+def nary(
+    name: str,
+    impl: Callable[..., Any],
+    saves: bool = True,
+    keep_ans: bool = True,
+    keep_args: str = "values",
+) -> Callable[..., Any]:
+    """A primitive of any number of array arguments ``f(*arrays, **params)``.
+    ``keep_ans``/``keep_args``: what its rules read (see :class:`Prim`)."""
+    p = Prim(name, impl, saves, keep_ans, keep_args)
 
     def prim(*args: Any, **kw: Any) -> Any:
         for a in args:

@@ -52,8 +52,8 @@ pow = binary("pow", np.power)
 maximum = binary("maximum", np.maximum, keep_ans=False)
 minimum = binary("minimum", np.minimum, keep_ans=False)
 atan2 = binary("atan2", np.arctan2, keep_ans=False)
-hypot = binary("hypot", np.hypot)
-logaddexp = binary("logaddexp", np.logaddexp)
+hypot = binary("hypot", np.hypot, saves=False)
+logaddexp = binary("logaddexp", np.logaddexp, saves=False)
 copysign = binary("copysign", np.copysign, keep_ans=False)
 remainder = binary("remainder", np.remainder, keep_ans=False)
 matmul = binary("matmul", np.matmul, keep_ans=False)
@@ -109,7 +109,7 @@ _ONES: dict[Any, Any] = {np.dtype(t): _one(t) for t in (np.float32, np.float64)}
 
 
 tanh_grad = binary("tanh_grad", _tanh_grad, keep_ans=False)
-where = nary("where", np.where)
+where = nary("where", np.where, keep_ans=False)
 
 
 # -- reductions and scans --------------------------------------------------------------
@@ -145,7 +145,9 @@ sum = unary("sum", _sum, saves=False, params=True, keep_ans=False)
 prod = unary("prod", _prod, params=True)
 max = unary("max", _max, params=True)
 min = unary("min", _min, params=True)
-cumulative_sum = unary("cumulative_sum", _cumsum, saves=False, params=True)
+cumulative_sum = unary(
+    "cumulative_sum", _cumsum, saves=False, params=True, keep_x=False, keep_ans=False
+)
 
 
 # -- shapes, copies and indexing -------------------------------------------------------
@@ -182,18 +184,54 @@ def _index_update(x: Any, v: Any, key: Any) -> Any:
     return out
 
 
-reshape = unary("reshape", lambda x, shape: np.reshape(x, shape), saves=False, params=True)
+# None of these rules reads the output; those that read the argument read only its shape
+# or dtype (hence ``saves=False``), and the ``keep_x=False`` ones do not read it at all.
+reshape = unary(
+    "reshape", lambda x, shape: np.reshape(x, shape), saves=False, params=True, keep_ans=False
+)
 permute_dims = unary(
-    "permute_dims", lambda x, axes: np.transpose(x, axes), saves=False, params=True
+    "permute_dims",
+    lambda x, axes: np.transpose(x, axes),
+    saves=False,
+    params=True,
+    keep_x=False,
+    keep_ans=False,
 )
-matrix_transpose = unary("matrix_transpose", lambda x: np.swapaxes(x, -1, -2), saves=False)
+matrix_transpose = unary(
+    "matrix_transpose", lambda x: np.swapaxes(x, -1, -2), saves=False, keep_x=False, keep_ans=False
+)
 broadcast_to = unary(
-    "broadcast_to", lambda x, shape: np.broadcast_to(x, shape), saves=False, params=True
+    "broadcast_to",
+    lambda x, shape: np.broadcast_to(x, shape),
+    saves=False,
+    params=True,
+    keep_ans=False,
 )
-flip = unary("flip", lambda x, axis=None: np.flip(x, axis), saves=False, params=True)
-astype = unary("astype", lambda x, dtype: np.asarray(x).astype(dtype), saves=False, params=True)
-getitem = unary("getitem", _getitem, saves=False, params=True)
-scatter = unary("scatter", _scatter, saves=False, params=True)
-index_update = nary("index_update", _index_update, saves=False)
-concat = nary("concat", lambda *xs, axis: np.concatenate(xs, axis=axis), saves=False)
-stack = nary("stack", lambda *xs, axis: np.stack(xs, axis=axis), saves=False)
+flip = unary(
+    "flip",
+    lambda x, axis=None: np.flip(x, axis),
+    saves=False,
+    params=True,
+    keep_x=False,
+    keep_ans=False,
+)
+astype = unary(
+    "astype",
+    lambda x, dtype: np.asarray(x).astype(dtype),
+    saves=False,
+    params=True,
+    keep_ans=False,
+)
+getitem = unary("getitem", _getitem, saves=False, params=True, keep_ans=False)
+scatter = unary("scatter", _scatter, saves=False, params=True, keep_x=False, keep_ans=False)
+index_update = nary("index_update", _index_update, saves=False, keep_ans=False)
+concat = nary(
+    "concat", lambda *xs, axis: np.concatenate(xs, axis=axis), saves=False, keep_ans=False
+)
+stack = nary(
+    "stack",
+    lambda *xs, axis: np.stack(xs, axis=axis),
+    saves=False,
+    keep_ans=False,
+    keep_args="none",
+)
