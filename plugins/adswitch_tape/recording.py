@@ -34,7 +34,8 @@ class Prim:
     pass frees intermediates the backward pass never reads, as plain numpy would):
     ``keep_ans`` -- the rules read the output; ``keep_args`` -- ``"values"`` (the rules
     read the arguments), ``"shapes"`` (only their shapes: the entry holds shape tuples)
-    or ``"none"`` (the entry holds ``None`` per argument).
+    or ``"none"`` (the entry holds ``None`` per argument). ``tests/test_tape_rules.py``
+    checks all three flags against the rules.
     """
 
     __slots__ = ("fn", "impl", "keep_ans", "keep_args", "name", "rules", "saves")
