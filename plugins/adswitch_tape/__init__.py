@@ -1,16 +1,25 @@
 """adswitch's built-in engine, ``backend="tape"``: reverse mode over numpy, any order.
 
-How it is built (one concern per module):
-    * ``tracer``   -- :class:`Tracer`, the traced array users' functions receive;
-    * ``core``     -- trace levels, the tape and the backward sweep;
-    * ``primitive`` -- how an operation on tracers is recorded, and ``defvjp``;
-    * ``prims``    -- the differentiable primitives and their numpy code;
-    * ``vjps``     -- the gradient rules, one flat table (non-smooth points documented there);
-    * ``mutation`` -- in-place writes, recorded copy-on-write, and numpy-style views;
-    * ``namespace``/``shapes`` -- the Array API namespace (``ad.array_namespace(traced)``);
-    * ``interop``  -- what numpy does when it meets a tracer;
-    * ``engine``   -- one differentiation call: trace, sweep, hand back, restore;
-    * ``plugin``   -- the ``adswitch.backends`` entry point (imports nothing heavy).
+Layers, bottom up; a module imports only from layers below it (``tests/test_layers.py``):
+    1. ``core/``      -- trace levels and tapes (``trace``), the bare traced node
+       :class:`Tracer` with view syncing (``node``), the backward sweep (``sweep``);
+    2. ``recording``  -- how an operation on tracers is recorded: ``unary``/``binary``/
+       ``nary`` primitives, ``defvjp``;
+    3. ``rules/``     -- the primitives with their numpy code (``primitives``), the rules'
+       helpers (``helpers``: shapes, unbroadcasting) and the rule tables (``elementwise``,
+       ``shapes``, ``linalg``, ``reductions``; non-smooth points documented there);
+    4. ``mutation``   -- in-place writes, recorded copy-on-write, and numpy-style views;
+       ``tracer``     -- the traced array: attaches operators, indexing and conversions to
+       the core's :class:`Tracer`;
+    5. ``xp/``        -- the namespace's functions by kind; ``interop`` -- numpy's
+       protocols and ``__array_namespace__``; ``namespace`` -- the Array API namespace
+       (``ad.array_namespace(traced)``), which attaches ``interop`` when imported;
+    6. ``engine``     -- one differentiation call: trace, sweep, hand back, restore;
+    7. ``plugin``     -- the ``adswitch.backends`` entry point (imports nothing heavy).
+
+The array behaviour lives above the rules, yet rules use operators on tracers (``g * y``):
+the class is completed when ``namespace`` is imported, which ``engine`` does before it
+makes a tracer.
 
 Example:
     >>> import numpy as np, adswitch as ad

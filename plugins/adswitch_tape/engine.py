@@ -1,7 +1,7 @@
 """One differentiation call on the tape: trace, sweep, hand back, restore.
 
 ``value_and_grad`` (the engine contract's one primitive, see ``adswitch.spec``):
-    1. a fresh :class:`~adswitch_tape.core.Trace`; each active leaf becomes a tracer
+    1. a fresh :class:`~adswitch_tape.core.trace.Trace`; each active leaf becomes a tracer
        (a Python float as a 0-d float64 array); numpy arrays the backward pass will
        read (the differentiated arrays, constants saved by operations, index arrays) are
        locked read-only until it ends, so a write by ``f`` into them raises
@@ -30,10 +30,10 @@ import numpy as np
 from adswitch.errors import MutationError
 from adswitch.spec import CallInfo, LossFn
 
-from . import prims as P
-from . import vjps as _vjps  # noqa: F401  -- the rules must be registered before a sweep
-from .core import FREE, Trace, backward, role_text
-from .mutation import sync
+from . import namespace as _namespace  # noqa: F401  -- makes tracers whole (see namespace)
+from .core import FREE, Trace, backward, role_text, sync
+from .mutation import setitem
+from .rules import primitives as P
 from .tracer import Tracer, raw
 
 __all__ = ["value_and_grad"]
@@ -182,7 +182,7 @@ def _write_back(leaves: Sequence[Any], traced: dict[int, tuple[Tracer, Any, int]
             continue
         leaf, final = leaves[i], t._value
         if type(leaf) is Tracer:
-            leaf[...] = final
+            setitem(leaf, Ellipsis, final)  # ``leaf[...] = final``, recorded by its call
         elif type(leaf) is np.ndarray:
             if type(final) is Tracer:
                 raise MutationError(

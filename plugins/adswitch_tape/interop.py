@@ -1,25 +1,30 @@
-"""What numpy does when it meets a tracer: ``ndarray ⊕ traced``, ``np.sin(traced)``,
-``np.sum(traced)``, ``numpy_array += traced``.
+"""How numpy and Array API code find the tape: ``x.__array_namespace__()``, and what numpy
+does when it meets a tracer (``ndarray ⊕ traced``, ``np.sin(traced)``, ``np.sum(traced)``,
+``numpy_array += traced``).
 
-numpy calls ``Tracer.__array_ufunc__``/``__array_function__``; ufunc calls and a few
-common numpy functions are sent to the tape's namespace (so ``numpy_array + traced``
-and ``np.exp(traced)`` are recorded), an ``out=`` into a numpy array -- which is what
-``numpy_array += traced`` is -- raises ``MutationError``, and anything else raises
-``UnsupportedError`` naming the numpy function and the fix.
+The namespace module calls :func:`attach` with itself when it is imported, which gives
+:class:`Tracer` ``__array_namespace__``, ``__array_ufunc__`` and ``__array_function__``
+(this module sits below the namespace, so it is handed the namespace rather than
+importing it). numpy's calls are sent to the namespace: ufunc calls and a few common
+numpy functions (so ``numpy_array + traced`` and ``np.exp(traced)`` are recorded); an
+``out=`` into a numpy array -- which is what ``numpy_array += traced`` is -- raises
+``MutationError``, and anything else raises ``UnsupportedError`` naming the numpy
+function and the fix.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from adswitch.errors import MutationError, UnsupportedError
 
-from . import namespace
+from .tracer import Tracer
 
-ns: Any = namespace  # (typed loosely: mypy cannot follow the namespace's import cycle)
+__all__ = ["array_function", "array_ufunc", "attach"]
 
-__all__ = ["array_function", "array_ufunc"]
+ns: Any = None  # the namespace module, once it has called ``attach``
 
 _UFUNC_NAMES = {
     "absolute": "abs",
@@ -114,3 +119,28 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
             f"tape: {where}.{func.__name__} is not supported on traced values. {_USE_XP}"
         )
     return fn(*args, **kwargs)
+
+
+def attach(namespace: ModuleType) -> None:
+    """Make ``namespace`` the Array API namespace of every tracer and the target of numpy's
+    calls on tracers (``__array_priority__``: numpy's binary operators defer to them)."""
+    global ns
+    ns = namespace
+
+    def array_namespace(self: Tracer, api_version: str | None = None) -> Any:
+        return namespace
+
+    def on_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def on_function(self: Tracer, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return array_function(func, args, kwargs)
+
+    protocols = {
+        "__array_namespace__": array_namespace,
+        "__array_ufunc__": on_ufunc,
+        "__array_function__": on_function,
+        "__array_priority__": 100.0,
+    }
+    for name, member in protocols.items():
+        setattr(Tracer, name, member)

@@ -1,4 +1,4 @@
-"""In-place writes on tracers, recorded copy-on-write.
+"""In-place writes on tracers, recorded copy-on-write, and numpy-style views.
 
 ``x[key] = v``, ``x += y`` (and ``-=``, ``*=``, ``/=``, ``**=``, ``@=``) never modify a value
 the tape has saved: the write computes a new value (a copy of the old one with the
@@ -16,7 +16,7 @@ sees the new values, so the traced program computes what the plain numpy one doe
 Plain numpy arrays are never traced; writes into them are numpy's own. The engine
 locks (``flags.writeable = False``) every numpy array that a recorded operation saved
 for the backward pass, until the call ends, and translates numpy's read-only error
-into ``MutationError`` (see ``plugin``).
+into ``MutationError`` (see ``engine``).
 """
 
 from __future__ import annotations
@@ -27,10 +27,13 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 
-from . import prims as P
-from .tracer import Tracer, raw
+from .core import FREE, Tracer, raw, sync
+from .rules import primitives as P
 
-__all__ = ["getitem_view", "inplace", "read_only", "setitem", "sync", "view_of"]
+__all__ = [
+    "broadcast_view", "flipped_view", "getitem_view", "holds_tracer", "inplace",
+    "permuted_view", "read_only", "reshaped_view", "setitem", "transposed_view", "view_of",
+]  # fmt: skip
 
 
 def _plain_key(x: Tracer, key: Any) -> Any:
@@ -71,16 +74,51 @@ def getitem_view(x: Tracer, key: Any) -> Any:
     return view_of(x, out, lambda b: P.getitem(b, key=key), lambda b, v: setitem(b, key, v))
 
 
-def sync(view: Tracer) -> None:
-    """Refresh ``view`` if its base was written since it was last read."""
-    base = view._base
-    assert base is not None
-    if base._base is not None:
-        sync(base)
-    if base._value is not view._seen:
-        fresh = view._view[0](base)
-        view._value, view._trace, view._idx = fresh._value, fresh._trace, fresh._idx
-        view._seen = base._value
+def reshaped_view(x: Any, shape: tuple[int, ...]) -> Any:
+    """``reshape(x, shape)``, a view of ``x``."""
+    return view_of(
+        x,
+        P.reshape(x, shape=shape),
+        lambda b: P.reshape(b, shape=shape),
+        lambda b, v: setitem(b, Ellipsis, P.reshape(v, shape=b.shape)),
+    )
+
+
+def permuted_view(x: Any, axes: tuple[int, ...]) -> Any:
+    """``permute_dims(x, axes)``, a view of ``x``."""
+    back = tuple(int(a) for a in np.argsort(axes))
+    return view_of(
+        x,
+        P.permute_dims(x, axes=axes),
+        lambda b: P.permute_dims(b, axes=axes),
+        lambda b, v: setitem(b, Ellipsis, P.permute_dims(v, axes=back)),
+    )
+
+
+def transposed_view(x: Any) -> Any:
+    """``matrix_transpose(x)``, a view of ``x``."""
+    return view_of(
+        x,
+        P.matrix_transpose(x),
+        P.matrix_transpose,
+        lambda b, v: setitem(b, Ellipsis, P.matrix_transpose(v)),
+    )
+
+
+def flipped_view(x: Any, axes: tuple[int, ...] | None) -> Any:
+    """``flip(x, axis=axes)``, a view of ``x``."""
+    return view_of(
+        x,
+        P.flip(x, axis=axes),
+        lambda b: P.flip(b, axis=axes),
+        lambda b, v: setitem(b, Ellipsis, P.flip(v, axis=axes)),
+    )
+
+
+def broadcast_view(x: Any, shape: tuple[int, ...]) -> Any:
+    """``broadcast_to(x, shape)``, a read-only view of ``x`` (as numpy's)."""
+    out = P.broadcast_to(x, shape=shape)
+    return view_of(x, out, lambda b: P.broadcast_to(b, shape=shape), read_only)
 
 
 def _rebind(x: Tracer, new: Any) -> None:
@@ -99,9 +137,7 @@ def setitem(x: Tracer, key: Any, value: Any) -> None:
         sync(x)
     key = _plain_key(x, key)
     if isinstance(value, (list, tuple)):  # x[0:2] = [t0, t1]: assemble the traced pieces
-        from .creation import asarray
-
-        value = asarray(value)
+        value = _assembled(value)
     if type(value) is Tracer and not P.is_basic_key(key):
         hits = np.zeros(x.shape, dtype=np.intp)
         np.add.at(hits, key, 1)
@@ -112,6 +148,23 @@ def setitem(x: Tracer, key: Any, value: Any) -> None:
                 "indices (np.unique) or combine the values first."
             )
     _rebind(x, P.index_update(x, value, key=key))
+
+
+def holds_tracer(obj: Any) -> bool:
+    """Whether ``obj`` is a tracer or a (nested) list or tuple holding one."""
+    if type(obj) is Tracer:
+        return True
+    return isinstance(obj, (list, tuple)) and any(holds_tracer(o) for o in obj)
+
+
+def _assembled(obj: Any) -> Any:
+    """``xp.asarray(obj)`` for the value of a write (``x[0:2] = [t0, t1]``): a (nested)
+    list or tuple holding tracers is stacked (recorded); one without is a fresh buffer."""
+    if type(obj) is Tracer or isinstance(obj, np.ndarray):
+        return obj
+    if isinstance(obj, (list, tuple)) and holds_tracer(obj):
+        return P.stack(*(_assembled(o) for o in obj), axis=0)
+    return Tracer(np.array(obj, copy=True), FREE, None)
 
 
 def inplace(x: Tracer, op: Any, other: Any) -> Tracer:

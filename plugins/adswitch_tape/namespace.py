@@ -1,8 +1,8 @@
 """The Array API namespace of the tape (``xp = ad.array_namespace(traced)``).
 
 Functions take tracers, numpy arrays and Python scalars alike (numpy arrays and scalars
-are constants). Differentiable functions are the primitives of ``prims`` or compositions
-of them (``shapes`` holds the shape, indexing and statistics compositions); functions
+are constants). Differentiable functions are the primitives (``rules.primitives``) or
+compositions of them (``xp.shapes``, ``xp.indexing``, ``xp.reductions``); functions
 whose derivative is zero everywhere it exists (comparisons, ``sign``, ``floor``,
 ``argmax``...) return plain numpy results of the concrete values. Creation functions
 (``zeros``, ``ones``, ``full``, ``empty``, ``eye``, the ``*_like`` ones, ``asarray`` of
@@ -25,15 +25,17 @@ Example:
 
 from __future__ import annotations
 
+import sys as _sys
 from typing import Any
 
 import numpy as np
 
 from adswitch.errors import UnsupportedError
 
-from . import prims as P
-from . import vjps as _vjps  # noqa: F401  -- registers the gradient rules
-from .creation import (
+from . import interop as _interop
+from .rules import primitives as P
+from .tracer import raw
+from .xp.creation import (
     arange,
     asarray,
     astype,
@@ -49,41 +51,34 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .shapes import (
-    broadcast_arrays,
-    broadcast_to,
-    concat,
+from .xp.indexing import diff, repeat, roll, sort, take, take_along_axis, tile, tril, triu
+from .xp.reductions import (
     cumulative_sum,
-    diff,
-    expand_dims,
-    flip,
-    matrix_transpose,
     max,
     mean,
-    meshgrid,
     min,
-    moveaxis,
-    permute_dims,
     prod,
-    repeat,
-    reshape,
-    roll,
-    sort,
-    squeeze,
-    stack,
     std,
     sum,
-    take,
-    take_along_axis,
     tensordot,
-    tile,
-    tril,
-    triu,
-    unstack,
     var,
     vecdot,
 )
-from .tracer import raw
+from .xp.shapes import (
+    broadcast_arrays,
+    broadcast_to,
+    concat,
+    expand_dims,
+    flip,
+    matrix_transpose,
+    meshgrid,
+    moveaxis,
+    permute_dims,
+    reshape,
+    squeeze,
+    stack,
+    unstack,
+)
 
 __array_api_version__ = "2023.12"
 
@@ -277,3 +272,8 @@ def __getattr__(name: str) -> Any:
 
 class UnsupportedFunctionError(UnsupportedError, AttributeError):
     """A namespace function the tape does not provide (also an ``AttributeError``)."""
+
+
+# Tracers find this module through ``__array_namespace__``, and numpy's calls on them come
+# here (``interop``): attached now, so importing the namespace makes tracers whole.
+_interop.attach(_sys.modules[__name__])

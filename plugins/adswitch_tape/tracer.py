@@ -1,12 +1,11 @@
-"""The traced array: a value, the trace that records it, and its slot on that trace's tape.
+"""The traced array: the core's :class:`Tracer` given the behaviour of a numpy array.
 
-A :class:`Tracer` behaves like a numpy array under the Array API: arithmetic (reflected
-forms included), comparisons (plain boolean arrays), ``@``, indexing, in-place writes and
-``__array_namespace__``. Every operation on it is recorded by its trace (see ``core``).
-
-Nesting: the value of a tracer of an inner differentiation is itself a tracer of the
-enclosing one (or a numpy array at the outermost level), so any order of derivatives is
-the same machinery applied once per level.
+Importing this module attaches to :class:`~adswitch_tape.core.node.Tracer` arithmetic
+(reflected forms included), comparisons (plain boolean arrays), ``@``, indexing,
+in-place writes, iteration, ``.T``/``.mT`` and the conversions; every operation on a
+tracer is a recorded primitive (see ``recording``). The layers above import ``Tracer``
+and ``raw`` from here, so the class they see is the whole array. (numpy's protocols and
+``__array_namespace__`` are attached by ``interop``, with the namespace.)
 
 Conversions that would silently drop the trace -- ``float(t)``, ``np.asarray(t)``, and
 the writes of a tracer into a plain numpy array that numpy performs through them -- raise
@@ -17,16 +16,17 @@ torch, jax (without jit) and autograd.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import operator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from adswitch.errors import MutationError, UnsupportedError
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-    from .core import Trace
+from .core import Tracer, raw
+from .mutation import getitem_view, inplace, permuted_view, setitem, transposed_view
+from .rules import primitives as P
 
 __all__ = ["Tracer", "raw"]
 
@@ -39,234 +39,142 @@ _TO_NUMPY = (
 )
 
 
-class Tracer:
-    """An array recorded on a trace. Users never build one; the engine hands them to ``f``.
-
-    Attributes:
-        _value: the value at this level: a numpy array (or numpy scalar), or a tracer of
-            an enclosing level.
-        _trace: the :class:`~adswitch_tape.core.Trace` recording operations on it.
-        _idx: its slot on the trace's tape, or ``None`` for a value without history at
-            this level (a traced buffer from ``zeros_like``, written to later).
-        _base, _view, _seen: for a view -- ``x[1:3]``, ``x.T``, ``xp.reshape(x, ...)``, as
-            numpy returns views for them -- the tracer it views, ``(derive, put)`` (how
-            to read the view from the base, how to write it back), and the base's value
-            when the view was last read: writes go through to the base, and reads see
-            the base's later writes, as with numpy views.
-    """
-
-    __slots__ = ("_base", "_idx", "_seen", "_trace", "_value", "_view")
-    _view: tuple[Any, Any]
-    _seen: Any
-    __array_priority__ = 100.0
-    __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
-
-    def __init__(self, value: Any, trace: Trace, idx: int | None) -> None:
-        self._value = value
-        self._trace = trace
-        self._idx = idx
-        self._base: Tracer | None = None
+# -- array attributes ------------------------------------------------------------------
+def _transpose(self: Tracer) -> Any:
+    return permuted_view(self, tuple(range(self.ndim - 1, -1, -1)))
 
-    # -- array attributes -------------------------------------------------------------
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._value.shape  # type: ignore[no-any-return]
 
-    @property
-    def dtype(self) -> Any:
-        return self._value.dtype
+def _len(self: Tracer) -> int:
+    if not self.shape:
+        raise TypeError("len() of a 0-d traced array")
+    return self.shape[0]
 
-    @property
-    def ndim(self) -> int:
-        return len(self._value.shape)
 
-    @property
-    def size(self) -> int:
-        return int(np.prod(self._value.shape))
+def _iter(self: Tracer) -> Iterator[Any]:
+    for i in range(_len(self)):
+        yield getitem_view(self, i)
 
-    @property
-    def device(self) -> str:
-        return "cpu"
 
-    def to_device(self, device: Any, /, *, stream: Any = None) -> Tracer:
-        if device != "cpu":
-            raise UnsupportedError(f"tape: to_device({device!r}): the tape computes on 'cpu' only")
-        return self
+# -- conversions ------------------------------------------------------------------------
+def _array(self: Tracer, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    if self._trace.level == 0:  # a fresh buffer holding constants: nothing to drop
+        return np.asarray(raw(self), dtype=dtype)
+    raise MutationError(_TO_NUMPY.format(how="np.asarray, or `numpy_array[...] = traced`"))
 
-    @property
-    def T(self) -> Any:
-        from .shapes import permute_dims
 
-        return permute_dims(self, tuple(range(self.ndim - 1, -1, -1)))
+def _float(self: Tracer) -> float:
+    if self._trace.level == 0:
+        return float(raw(self))
+    raise MutationError(_TO_NUMPY.format(how="float(), or `numpy_array[i] = traced`"))
 
-    @property
-    def mT(self) -> Any:
-        from .shapes import matrix_transpose
 
-        return matrix_transpose(self)
+def _refuse(how: str) -> Callable[[Tracer], Any]:
+    def refuse(self: Tracer) -> Any:
+        raise UnsupportedError(_TO_NUMPY.format(how=how))
 
-    def __array_namespace__(self, api_version: str | None = None) -> Any:
-        from . import namespace
+    return refuse
 
-        return namespace
 
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d traced array")
-        return self.shape[0]
+def _bool(self: Tracer) -> bool:
+    return bool(raw(self))
 
-    def __iter__(self) -> Iterator[Any]:
-        for i in range(len(self)):
-            yield self[i]
 
-    def __repr__(self) -> str:
-        return f"Tracer(level={self._trace.level}, value={raw(self)!r})"
+# -- arithmetic: each one a recorded primitive ---------------------------------------------
+# Where the operator is the primitive applied to ``(self, other)`` the primitive itself is
+# the method (one Python call less per operation). Addition and multiplication commute
+# exactly in floating point, so the reflected forms share them.
+def _rsub(self: Tracer, other: Any) -> Any:
+    return P.subtract(other, self)
 
-    # -- conversions ------------------------------------------------------------------
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        if self._trace.level == 0:  # a fresh buffer holding constants: nothing to drop
-            return np.asarray(raw(self), dtype=dtype)
-        raise MutationError(_TO_NUMPY.format(how="np.asarray, or `numpy_array[...] = traced`"))
 
-    def __float__(self) -> float:
-        if self._trace.level == 0:
-            return float(raw(self))
-        raise MutationError(_TO_NUMPY.format(how="float(), or `numpy_array[i] = traced`"))
+def _rtruediv(self: Tracer, other: Any) -> Any:
+    return P.divide(other, self)
 
-    def __complex__(self) -> complex:
-        raise UnsupportedError(_TO_NUMPY.format(how="complex()"))
 
-    def __int__(self) -> int:
-        raise UnsupportedError(_TO_NUMPY.format(how="int()"))
+def _rpow(self: Tracer, other: Any) -> Any:
+    return P.pow(other, self)
 
-    def __index__(self) -> int:
-        raise UnsupportedError(_TO_NUMPY.format(how="use as an index"))
 
-    def __bool__(self) -> bool:
-        return bool(raw(self))
+def _rmatmul(self: Tracer, other: Any) -> Any:
+    return P.matmul(other, self)
 
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from .interop import array_ufunc
 
-        return array_ufunc(ufunc, method, inputs, kwargs)
+def _rmod(self: Tracer, other: Any) -> Any:
+    return P.remainder(other, self)
 
-    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from .interop import array_function
 
-        return array_function(func, args, kwargs)
+def _floordiv(self: Tracer, other: Any) -> Any:  # piecewise constant: no gradient
+    return raw(self) // raw(other)
 
-    # -- arithmetic (each one a recorded primitive) -----------------------------------
-    def __neg__(self) -> Any:
-        return _ops.negative(self)
 
-    def __pos__(self) -> Any:
-        return _ops.positive(self)
+def _rfloordiv(self: Tracer, other: Any) -> Any:
+    return raw(other) // raw(self)
 
-    def __abs__(self) -> Any:
-        return _ops.abs(self)
 
-    def __add__(self, other: Any) -> Any:
-        return _ops.add(self, other)
+def _compare(op: Callable[[Any, Any], Any]) -> Callable[[Tracer, Any], Any]:
+    """A comparison: a plain boolean array of the values (no gradient flows through it)."""
 
-    def __radd__(self, other: Any) -> Any:
-        return _ops.add(other, self)
+    def compare(self: Tracer, other: Any) -> Any:
+        return op(raw(self), raw(other))
 
-    def __sub__(self, other: Any) -> Any:
-        return _ops.subtract(self, other)
+    return compare
 
-    def __rsub__(self, other: Any) -> Any:
-        return _ops.subtract(other, self)
 
-    def __mul__(self, other: Any) -> Any:
-        return _ops.multiply(self, other)
+def _in_place(op: Callable[..., Any]) -> Callable[[Tracer, Any], Tracer]:
+    """``x op= other``: recorded copy-on-write, the tracer keeps its identity (``mutation``)."""
 
-    def __rmul__(self, other: Any) -> Any:
-        return _ops.multiply(other, self)
+    def in_place(self: Tracer, other: Any) -> Tracer:
+        return inplace(self, op, other)
 
-    def __truediv__(self, other: Any) -> Any:
-        return _ops.divide(self, other)
+    return in_place
 
-    def __rtruediv__(self, other: Any) -> Any:
-        return _ops.divide(other, self)
 
-    def __pow__(self, other: Any) -> Any:
-        return _ops.pow(self, other)
-
-    def __rpow__(self, other: Any) -> Any:
-        return _ops.pow(other, self)
-
-    def __matmul__(self, other: Any) -> Any:
-        return _ops.matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Any:
-        return _ops.matmul(other, self)
-
-    def __mod__(self, other: Any) -> Any:
-        return _ops.remainder(self, other)
-
-    def __rmod__(self, other: Any) -> Any:
-        return _ops.remainder(other, self)
-
-    def __floordiv__(self, other: Any) -> Any:  # piecewise constant: no gradient
-        return raw(self) // raw(other)
-
-    def __rfloordiv__(self, other: Any) -> Any:
-        return raw(other) // raw(self)
-
-    # -- comparisons: plain boolean arrays (no gradient flows through them) ----------
-    def __eq__(self, other: Any) -> Any:
-        return raw(self) == raw(other)
-
-    def __ne__(self, other: Any) -> Any:
-        return raw(self) != raw(other)
-
-    def __lt__(self, other: Any) -> Any:
-        return raw(self) < raw(other)
-
-    def __le__(self, other: Any) -> Any:
-        return raw(self) <= raw(other)
-
-    def __gt__(self, other: Any) -> Any:
-        return raw(self) > raw(other)
-
-    def __ge__(self, other: Any) -> Any:
-        return raw(self) >= raw(other)
-
-    # -- indexing and in-place writes (recorded copy-on-write, see ``mutation``) ------
-    def __getitem__(self, key: Any) -> Any:
-        return _mutation.getitem_view(self, key)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        _mutation.setitem(self, key, value)
-
-    def __iadd__(self, other: Any) -> Tracer:
-        return _mutation.inplace(self, _ops.add, other)
-
-    def __isub__(self, other: Any) -> Tracer:
-        return _mutation.inplace(self, _ops.subtract, other)
-
-    def __imul__(self, other: Any) -> Tracer:
-        return _mutation.inplace(self, _ops.multiply, other)
-
-    def __itruediv__(self, other: Any) -> Tracer:
-        return _mutation.inplace(self, _ops.divide, other)
-
-    def __ipow__(self, other: Any) -> Tracer:
-        return _mutation.inplace(self, _ops.pow, other)
-
-    def __imatmul__(self, other: Any) -> Tracer:
-        return _mutation.inplace(self, _ops.matmul, other)
-
-
-def raw(x: Any) -> Any:
-    """The concrete numpy value under every trace level (constants pass through)."""
-    while type(x) is Tracer:
-        if x._base is not None:
-            _mutation.sync(x)
-        x = x._value
-    return x
-
-
-# Imported last: the primitives and the write machinery need the class defined above.
-from . import mutation as _mutation  # noqa: E402
-from . import prims as _ops  # noqa: E402
+_BEHAVIOUR: dict[str, Any] = {
+    "T": property(_transpose),
+    "mT": property(transposed_view),
+    "__len__": _len,
+    "__iter__": _iter,
+    "__array__": _array,
+    "__float__": _float,
+    "__complex__": _refuse("complex()"),
+    "__int__": _refuse("int()"),
+    "__index__": _refuse("use as an index"),
+    "__bool__": _bool,
+    "__neg__": P.negative,
+    "__pos__": P.positive,
+    "__abs__": P.abs,
+    "__add__": P.add,
+    "__radd__": P.add,
+    "__sub__": P.subtract,
+    "__rsub__": _rsub,
+    "__mul__": P.multiply,
+    "__rmul__": P.multiply,
+    "__truediv__": P.divide,
+    "__rtruediv__": _rtruediv,
+    "__pow__": P.pow,
+    "__rpow__": _rpow,
+    "__matmul__": P.matmul,
+    "__rmatmul__": _rmatmul,
+    "__mod__": P.remainder,
+    "__rmod__": _rmod,
+    "__floordiv__": _floordiv,
+    "__rfloordiv__": _rfloordiv,
+    "__eq__": _compare(operator.eq),
+    "__ne__": _compare(operator.ne),
+    "__lt__": _compare(operator.lt),
+    "__le__": _compare(operator.le),
+    "__gt__": _compare(operator.gt),
+    "__ge__": _compare(operator.ge),
+    # indexing and in-place writes: recorded copy-on-write (see ``mutation``)
+    "__getitem__": getitem_view,
+    "__setitem__": setitem,
+    "__iadd__": _in_place(P.add),
+    "__isub__": _in_place(P.subtract),
+    "__imul__": _in_place(P.multiply),
+    "__itruediv__": _in_place(P.divide),
+    "__ipow__": _in_place(P.pow),
+    "__imatmul__": _in_place(P.matmul),
+}
+
+for _name, _member in _BEHAVIOUR.items():
+    setattr(Tracer, _name, _member)

@@ -1,12 +1,13 @@
-"""The gradient rules: one flat table, filled by one verb, ``defvjp(prim, rule_x, rule_y...)``.
+"""The gradient rules of the elementwise primitives (one and two arguments, ``where``).
 
-A rule is ``rule(g, ans, *args, **params) -> gradient for one argument``, where ``g`` is the
+Each table of ``rules`` is filled by one verb, ``defvjp(prim, rule_x, rule_y...)``. A rule
+is ``rule(g, ans, *args, **params) -> gradient for one argument``, where ``g`` is the
 gradient of the output ``ans``. Rules use the primitives (``P.*``) and operators, never
 raw numpy on ``g`` or on arguments: in a nested call those are tracers of the enclosing
 call, and the rule is then recorded -- that is what makes any order of derivatives work.
 Quantities with a zero derivative (masks, signs, counts) are computed on raw values.
 At top level (plain numpy) the hottest rules write ``g * factor`` into their own fresh
-temporary when arrays are large (``gradhelpers.times``): fewer allocations, same numbers.
+temporary when arrays are large (``helpers.times``): fewer allocations, same numbers.
 
 Non-smooth points (documented choices, each consistent with central differences):
     * ``abs`` at 0: gradient 0 (``sign(0) = 0``); ``sign``, ``floor`` and friends: 0.
@@ -24,12 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from . import prims as P
-from .core import IN_PLACE_FROM
-from .gradhelpers import const, shape_of, times, unbroadcast, unbroadcast_to
-from .primitive import defvjp, defvjp_variadic
-from .prims import _tanh_grad
-from .tracer import raw
+from ..core import IN_PLACE_FROM, raw
+from ..recording import defvjp
+from . import primitives as P
+from .helpers import const, times, unbroadcast, unbroadcast_to
+from .primitives import _tanh_grad
 
 # -- elementwise, one argument ---------------------------------------------------------
 defvjp(P.negative, lambda g, ans, x: -g)
@@ -117,7 +117,7 @@ def _ties(x: Any, y: Any, wins: Any) -> Any:
 
 
 # (The shape test is inlined in the hottest rules: one call less per operation.)
-# add/subtract: their tape entries keep the arguments' shapes only (see ``prims``).
+# add/subtract: their tape entries keep the arguments' shapes only (see ``primitives``).
 defvjp(
     P.add,
     lambda g, ans, xs, ys: g if g.shape == xs else unbroadcast_to(g, xs),
@@ -182,43 +182,3 @@ defvjp(
     lambda g, ans, c, x, y: unbroadcast(P.where(c, g, 0.0), x),
     lambda g, ans, c, x, y: unbroadcast(P.where(c, 0.0, g), y),
 )
-
-
-# -- shapes, copies and indexing -------------------------------------------------------
-def _concat_k(k: int, g: Any, ans: Any, *xs: Any, axis: int | None) -> Any:
-    if axis is None:
-        start = int(sum(np.size(raw(x)) for x in xs[:k]))
-        piece = P.getitem(g, key=slice(start, start + np.size(raw(xs[k]))))
-        return P.reshape(piece, shape=shape_of(xs[k]))
-    ax = axis % len(shape_of(g))
-    start = int(sum(shape_of(x)[ax] for x in xs[:k]))
-    key = (slice(None),) * ax + (slice(start, start + shape_of(xs[k])[ax]),)
-    return P.getitem(g, key=key)
-
-
-def _stack_k(k: int, g: Any, ans: Any, *xs: Any, axis: int) -> Any:
-    return P.getitem(g, key=(slice(None),) * (axis % len(shape_of(g))) + (k,))
-
-
-defvjp(P.reshape, lambda g, ans, x, shape: P.reshape(g, shape=shape_of(x)))
-defvjp(
-    P.permute_dims,
-    lambda g, ans, x, axes: P.permute_dims(g, axes=tuple(int(a) for a in np.argsort(axes))),
-)
-defvjp(P.matrix_transpose, lambda g, ans, x: P.matrix_transpose(g))
-defvjp(P.broadcast_to, lambda g, ans, x, shape: unbroadcast(g, x))
-defvjp(P.flip, lambda g, ans, x, axis=None: P.flip(g, axis=axis))
-defvjp(P.astype, lambda g, ans, x, dtype: P.astype(g, dtype=raw(x).dtype))
-defvjp(P.getitem, lambda g, ans, x, key: P.scatter(g, key=key, shape=shape_of(x)))
-defvjp(P.scatter, lambda g, ans, x, key, shape: P.getitem(g, key=key))
-defvjp(
-    P.index_update,
-    lambda g, ans, x, v, key: P.index_update(g, 0.0, key=key),
-    lambda g, ans, x, v, key: unbroadcast(P.getitem(g, key=key), v),
-)
-defvjp_variadic(P.concat, _concat_k)
-defvjp_variadic(P.stack, _stack_k)
-
-
-# Matrix products, reductions and scans: registered by importing their table.
-from . import vjps_linalg as _vjps_linalg  # noqa: E402,F401

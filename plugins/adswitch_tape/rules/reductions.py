@@ -1,5 +1,8 @@
-"""The gradient rules of matrix products, reductions and scans (the rest of the table is
-in :mod:`adswitch_tape.vjps`, which imports this module so one import registers all)."""
+"""The gradient rules of the reductions and scans: sum, prod, max, min, cumulative_sum.
+
+Non-smooth points are documented in ``elementwise`` (tied extremes share the gradient;
+``prod`` with zeros is exact at any order).
+"""
 
 from __future__ import annotations
 
@@ -7,60 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from . import prims as P
-from .gradhelpers import const, expand, shape_of, unbroadcast
-from .primitive import defvjp
-from .tracer import Tracer, raw
+from ..core import Tracer, raw
+from ..recording import defvjp
+from . import primitives as P
+from .helpers import const, expand, shape_of
 
 
-# -- matmul: vectors, matrices, batches --------------------------------------------------
-def _col(v: Any) -> Any:
-    """``v[..., None]``: a trailing axis of length 1."""
-    return P.reshape(v, shape=(*shape_of(v), 1))
-
-
-def _uncol(v: Any) -> Any:
-    """``v[..., 0]``."""
-    return P.getitem(v, key=(Ellipsis, 0))
-
-
-def _matmul_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
-    xd, yd = len(shape_of(x)), len(shape_of(y))
-    if xd == 1 and yd == 1:
-        return g * y
-    if xd == 1:  # (k,) @ (..., k, m) -> (..., m)
-        return unbroadcast(_uncol(P.matmul(y, _col(g))), x)
-    if yd == 1:  # (..., n, k) @ (k,) -> (..., n)
-        return unbroadcast(_col(g) * y, x)
-    return unbroadcast(P.matmul_nt(g, y), x)  # (an outer product when y has one column)
-
-
-def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
-    xd, yd = len(shape_of(x)), len(shape_of(y))
-    if xd == 1 and yd == 1:
-        return g * x
-    if xd == 1:
-        return unbroadcast(_col(x) * P.reshape(g, shape=(*shape_of(g)[:-1], 1, -1)), y)
-    if yd == 1:
-        return unbroadcast(_uncol(P.matmul_tn(x, _col(g))), y)
-    return unbroadcast(P.matmul_tn(x, g), y)
-
-
-defvjp(P.matmul, _matmul_x, _matmul_y)
-# a @ b.T (both >= 2-D): d/da = G @ b, d/db = G.T @ a; a.T @ b: d/da = b @ G.T, d/db = a @ G
-defvjp(
-    P.matmul_nt,
-    lambda g, ans, a, b: unbroadcast(P.matmul(g, b), a),
-    lambda g, ans, a, b: unbroadcast(P.matmul_tn(g, a), b),
-)
-defvjp(
-    P.matmul_tn,
-    lambda g, ans, a, b: unbroadcast(P.matmul_nt(b, g), a),
-    lambda g, ans, a, b: unbroadcast(P.matmul(a, g), b),
-)
-
-
-# -- reductions and scans --------------------------------------------------------------
 def _sum_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     if type(g) is np.ndarray and type(x) is np.ndarray:  # top level: the common case
         ge = g if keepdims or axis is None else expand(g, x, axis, keepdims)

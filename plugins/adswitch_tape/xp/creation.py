@@ -1,7 +1,7 @@
 """Array API creation functions for the tape: every result is a *fresh buffer*.
 
 A fresh buffer is a tracer without history -- at the level of the traced array it was
-made like, else at level 0 (``core.FREE``) -- so writing traced values into it
+made like, else at level 0 (``core.trace.FREE``) -- so writing traced values into it
 (``buf[i] = v``, ``buf[...] = s``) is recorded and differentiated, and a buffer nothing
 traced was written into comes back from ``f`` as a plain numpy array. Part of the
 namespace.
@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from . import prims as P
-from .core import FREE
+from ..core import FREE
+from ..mutation import holds_tracer
+from ..rules import primitives as P
+from ..tracer import Tracer, raw
 from .shapes import stack
-from .tracer import Tracer, raw
 
 __all__ = [
     "arange", "asarray", "astype", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
@@ -29,7 +30,7 @@ arange, linspace, from_dlpack = np.arange, np.linspace, np.from_dlpack
 
 def _buffer(x: Any, value: Any) -> Tracer:
     """A traced buffer without history: at ``x``'s level when ``x`` is traced, else at
-    level 0 (see ``core.FREE``); writes into it are recorded at the writer's level."""
+    level 0 (see ``core.trace.FREE``); writes into it are recorded at the writer's level."""
     return Tracer(value, x._trace if type(x) is Tracer else FREE, None)
 
 
@@ -95,17 +96,11 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: Any = N
     if type(obj) is Tracer:
         out = obj if dtype is None or obj.dtype == dtype else astype(obj, dtype)
         return P.positive(out) if copy and out is obj else out
-    if isinstance(obj, (list, tuple)) and _holds_tracer(obj):
+    if isinstance(obj, (list, tuple)) and holds_tracer(obj):
         return stack([asarray(o, dtype=dtype) for o in obj])
     if isinstance(obj, np.ndarray) and not copy:
         return obj if dtype is None else obj.astype(dtype, copy=False)  # numpy's aliasing
     return _buffer(None, np.array(obj, dtype=dtype, copy=True))
-
-
-def _holds_tracer(obj: Any) -> Any:
-    if type(obj) is Tracer:
-        return True
-    return isinstance(obj, (list, tuple)) and builtins.any(_holds_tracer(o) for o in obj)
 
 
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:

@@ -1,13 +1,10 @@
-"""Trace levels, primitives, the tape and the backward sweep.
+"""Trace levels: one per differentiation call, each with its tape and its locks.
 
 One differentiation call owns one :class:`Trace`: a level (a number from a global
 counter, so an inner call's level is higher than its enclosing call's) and a tape, the
-list of recorded operations in the order they ran. An operation on tracers records
-itself on the trace of its highest-level argument; arguments of lower levels (and numpy
-arrays, Python scalars) are constants at that level, and the operation's value is
-computed by calling the same primitive on the unwrapped values -- which records it on
-the lower levels in turn. Because gradient rules are written with these same primitives,
-the backward sweep of an inner call is itself recorded by the enclosing call: any order.
+list of recorded operations in the order they ran (see ``recording`` for how an
+operation records itself, ``sweep`` for how the tape is read back). Level 0 is
+:data:`FREE`, the level of fresh buffers, on which nothing is recorded.
 
 Tape state is per call: a trace belongs to one call in one thread and tracers point at
 their trace, so concurrent calls in different threads share no tape (the level counter
@@ -18,16 +15,14 @@ calls holding each locked numpy array, behind a ``threading.Lock``.
 from __future__ import annotations
 
 import itertools
-import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from adswitch.errors import MutationError, UnsupportedError
+from adswitch.errors import MutationError
 
-__all__ = ["FREE", "IN_PLACE_FROM", "Rule", "Trace", "backward", "escaped", "role_text"]
+__all__ = ["FREE", "Entry", "Trace", "escaped", "role_text"]
 
 _LEVELS = itertools.count(1)
 
@@ -36,15 +31,12 @@ _LEVELS = itertools.count(1)
 _LOCKS: dict[int, list[Any]] = {}
 _LOCKS_GUARD = threading.Lock()
 
-Rule = Callable[..., Any]
-"""A gradient rule ``rule(g, ans, *args, **kw)``: the gradient for one argument."""
-
 Entry = tuple[Any, tuple[Any, ...], Any, dict[str, Any] | None, int | tuple[int | None, ...]]
 """A tape entry ``(prim, args, ans, kw, parents)``: ``parents`` holds a tape slot per
 argument traced at this level (``None`` for constants), or is the bare slot (an ``int``)
-when only the first argument is traced -- the common case, swept without a loop.
-``args``/``ans`` hold only what the primitive's rules read (``Prim.keep_args``/``keep_ans``:
-values, shapes or ``None``), so the tape does not keep dead intermediates alive."""
+when only the first argument is traced -- the common case. ``args``/``ans`` hold only
+what the primitive's rules read (``Prim.keep_args``/``keep_ans``: values, shapes or
+``None``), so the tape does not keep dead intermediates alive."""
 
 
 class Trace:
@@ -54,16 +46,11 @@ class Trace:
 
     def __init__(self) -> None:
         self.level = next(_LEVELS)
-        self.tape: list[Entry | None] = []
+        self.tape: list[Entry | None] = []  # None: a leaf, or an entry already swept
         self.live = True
         # id -> (array, role); role "" for an array that was read-only before any call
         # locked it. Arrays are kept so that their ids stay unique.
         self.locked: dict[int, tuple[np.ndarray, Any]] = {}
-
-    def leaf(self, value: Any) -> Tracer:
-        """A traced input: a tape slot with no entry (its gradient stays in the sweep)."""
-        self.tape.append(None)
-        return Tracer(value, self, len(self.tape) - 1)
 
     def guard(self, array: np.ndarray, role: Any) -> None:
         """Lock ``array`` (and the arrays it views) read-only until the call ends, so that
@@ -162,109 +149,3 @@ def escaped(name: str) -> MutationError:
         "outer array written with a value traced by an inner call). Fix: return the "
         "value from the function instead of keeping it, and pass it in as an argument."
     )
-
-
-# Arrays at least this large are worth updating in place (below, numpy's temporaries are
-# cheaper than the checks); shared with the rules in ``vjps``.
-IN_PLACE_FROM = 4096
-
-
-def _exclusive_refcount() -> int:
-    """``sys.getrefcount`` of an array held only by a list slot and one local -- the
-    pattern of ``backward`` -- measured, not assumed, as it varies across Pythons."""
-    grads = [np.empty(1)]
-    old = grads[0]
-    return sys.getrefcount(old)
-
-
-_EXCLUSIVE = _exclusive_refcount()
-
-
-def _added_in_place(old: Any, gk: Any) -> bool:
-    """Accumulate ``gk`` into ``old`` in place when that is safe: ``old`` is a large plain
-    array that owns its memory, is writeable, and nothing but the sweep refers to it (no
-    other gradient slot, no tape entry, no user variable). Saves a large temporary per
-    fan-out."""
-    if (
-        type(old) is np.ndarray
-        and type(gk) is np.ndarray
-        and old.size >= IN_PLACE_FROM
-        and old.base is None
-        and old.shape == np.broadcast_shapes(old.shape, gk.shape)
-        and old.dtype == np.result_type(old, gk)
-        and old.flags.writeable
-        and sys.getrefcount(old) == _EXCLUSIVE + 1  # + the argument of this call
-    ):
-        np.add(old, gk, out=old)
-        return True
-    return False
-
-
-def _no_rule(name: str, k: int) -> UnsupportedError:
-    return UnsupportedError(
-        f"tape: no gradient rule for `{name}` with respect to argument {k}; "
-        "mark that input ad.Const or compute it without tracing."
-    )
-
-
-def backward(trace: Trace, root: int, seed: Any) -> list[Any]:
-    """Sweep the tape backwards from slot ``root``; return the gradient of every slot
-    that is a leaf (other slots are cleared as soon as their entry is processed)."""
-    tape = trace.tape
-    grads: list[Any] = [None] * len(tape)
-    grads[root] = seed
-    for i in range(root, -1, -1):
-        g = grads[i]
-        if g is None:
-            continue
-        entry = tape[i]
-        if entry is None:  # a leaf: its gradient is the result
-            continue
-        grads[i] = None
-        tape[i] = None  # free the saved values as soon as they are used
-        p, args, ans, kw, parents = entry
-        # One parent, the first argument: most entries. This branch is the loop below,
-        # unrolled for it (the sweep's hot path).
-        if isinstance(parents, int):
-            try:
-                rule = p.rules[0]
-                gk = rule(g, ans, *args, **kw) if kw else rule(g, ans, *args)
-            except (IndexError, TypeError):
-                if p.rules and p.rules[0] is not None:
-                    raise
-                raise _no_rule(p.name, 0) from None
-            old = grads[parents]
-            if old is None:
-                grads[parents] = gk
-            elif (
-                type(old) is not np.ndarray
-                or old.size < IN_PLACE_FROM
-                or not _added_in_place(old, gk)
-            ):
-                grads[parents] = old + gk
-            continue
-        for k in range(len(parents)):
-            j = parents[k]
-            if j is None:
-                continue
-            try:
-                rule = p.rules[k]
-                gk = rule(g, ans, *args, **kw) if kw else rule(g, ans, *args)
-            except (IndexError, TypeError):
-                if k < len(p.rules) and p.rules[k] is not None:
-                    raise
-                raise _no_rule(p.name, k) from None
-            old = grads[j]
-            if old is None:
-                grads[j] = gk
-            elif (
-                type(old) is not np.ndarray
-                or old.size < IN_PLACE_FROM
-                or not _added_in_place(old, gk)
-            ):
-                grads[j] = old + gk
-    return grads
-
-
-# Imported last: it builds on the definitions above (no import cycle at load time).
-from .tracer import Tracer  # noqa: E402

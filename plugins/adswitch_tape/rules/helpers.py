@@ -1,7 +1,9 @@
-"""Helpers of the gradient rules: undoing broadcasting, and products that reuse memory.
+"""Helpers of the gradient rules: shapes, undoing broadcasting, products that reuse memory.
 
-Like the rules, they use the primitives (``P.*``) on gradients, so that they are recorded
-when an enclosing differentiation is active.
+Every rule table uses these for what a gradient's shape must become (``unbroadcast``,
+``expand``, ``shape_of``), so a change to how rules see shapes -- a leading batch axis
+of cotangents, say -- is made here. Like the rules, they use the primitives (``P.*``) on
+gradients, so that they are recorded when an enclosing differentiation is active.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import prims as P
-from .core import IN_PLACE_FROM
-from .tracer import raw
+from ..core import IN_PLACE_FROM, raw
+from . import primitives as P
 
 __all__ = ["const", "expand", "shape_of", "times", "unbroadcast", "unbroadcast_to"]
 

@@ -1,7 +1,10 @@
 """The primitives: every differentiable operation the tape records, with its numpy code.
 
-Everything else in the namespace is composed of these. Their gradient rules live in
-``vjps``; their Array API signatures (defaults, validation) in ``namespace``.
+Everything else in the namespace is composed of these. Their gradient rules are in the
+tables beside this module (``elementwise``, ``shapes``, ``linalg``, ``reductions``); their
+Array API signatures (defaults, validation) in the namespace (``adswitch_tape.xp``).
+Each primitive's ``keep_*`` flags say what its rules read; ``tests/test_tape_rules.py``
+checks them against the rules.
 """
 
 from __future__ import annotations
@@ -10,13 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from .core import IN_PLACE_FROM
-from .primitive import binary, nary, unary
-from .tracer import Tracer
+from ..core import IN_PLACE_FROM
+from ..recording import binary, nary, unary
 
 # -- elementwise, one argument ---------------------------------------------------------
-# ``keep_x=False``/``keep_ans=False``/``keep_args="shapes"``: the rules (``vjps``) never read
-# that value, so the tape does not keep it alive (keep these in step with the rules).
+# ``keep_x=False``/``keep_ans=False``/``keep_args="shapes"``: the rules never read that
+# value, so the tape does not keep it alive (``tests/test_tape_rules.py`` checks them).
 negative = unary("negative", np.negative, saves=False, keep_x=False, keep_ans=False)
 positive = unary("positive", np.positive, saves=False, keep_x=False, keep_ans=False)
 abs = unary("abs", np.abs, keep_ans=False)
@@ -50,8 +52,8 @@ pow = binary("pow", np.power)
 maximum = binary("maximum", np.maximum, keep_ans=False)
 minimum = binary("minimum", np.minimum, keep_ans=False)
 atan2 = binary("atan2", np.arctan2, keep_ans=False)
-hypot = binary("hypot", np.hypot)
-logaddexp = binary("logaddexp", np.logaddexp)
+hypot = binary("hypot", np.hypot, saves=False)
+logaddexp = binary("logaddexp", np.logaddexp, saves=False)
 copysign = binary("copysign", np.copysign, keep_ans=False)
 remainder = binary("remainder", np.remainder, keep_ans=False)
 matmul = binary("matmul", np.matmul, keep_ans=False)
@@ -107,7 +109,7 @@ _ONES: dict[Any, Any] = {np.dtype(t): _one(t) for t in (np.float32, np.float64)}
 
 
 tanh_grad = binary("tanh_grad", _tanh_grad, keep_ans=False)
-where = nary("where", np.where)
+where = nary("where", np.where, keep_ans=False)
 
 
 # -- reductions and scans --------------------------------------------------------------
@@ -143,7 +145,9 @@ sum = unary("sum", _sum, saves=False, params=True, keep_ans=False)
 prod = unary("prod", _prod, params=True)
 max = unary("max", _max, params=True)
 min = unary("min", _min, params=True)
-cumulative_sum = unary("cumulative_sum", _cumsum, saves=False, params=True)
+cumulative_sum = unary(
+    "cumulative_sum", _cumsum, saves=False, params=True, keep_x=False, keep_ans=False
+)
 
 
 # -- shapes, copies and indexing -------------------------------------------------------
@@ -180,28 +184,54 @@ def _index_update(x: Any, v: Any, key: Any) -> Any:
     return out
 
 
-reshape = unary("reshape", lambda x, shape: np.reshape(x, shape), saves=False, params=True)
+# None of these rules reads the output; those that read the argument read only its shape
+# or dtype (hence ``saves=False``), and the ``keep_x=False`` ones do not read it at all.
+reshape = unary(
+    "reshape", lambda x, shape: np.reshape(x, shape), saves=False, params=True, keep_ans=False
+)
 permute_dims = unary(
-    "permute_dims", lambda x, axes: np.transpose(x, axes), saves=False, params=True
+    "permute_dims",
+    lambda x, axes: np.transpose(x, axes),
+    saves=False,
+    params=True,
+    keep_x=False,
+    keep_ans=False,
 )
-matrix_transpose = unary("matrix_transpose", lambda x: np.swapaxes(x, -1, -2), saves=False)
+matrix_transpose = unary(
+    "matrix_transpose", lambda x: np.swapaxes(x, -1, -2), saves=False, keep_x=False, keep_ans=False
+)
 broadcast_to = unary(
-    "broadcast_to", lambda x, shape: np.broadcast_to(x, shape), saves=False, params=True
+    "broadcast_to",
+    lambda x, shape: np.broadcast_to(x, shape),
+    saves=False,
+    params=True,
+    keep_ans=False,
 )
-flip = unary("flip", lambda x, axis=None: np.flip(x, axis), saves=False, params=True)
-astype = unary("astype", lambda x, dtype: np.asarray(x).astype(dtype), saves=False, params=True)
-getitem = unary("getitem", _getitem, saves=False, params=True)
-scatter = unary("scatter", _scatter, saves=False, params=True)
-index_update = nary("index_update", _index_update, saves=False)
-concat = nary("concat", lambda *xs, axis: np.concatenate(xs, axis=axis), saves=False)
-stack = nary("stack", lambda *xs, axis: np.stack(xs, axis=axis), saves=False)
-
-
-# The hottest operators call their primitive directly, one Python call less per
-# operation (``Tracer``'s own methods say the same thing one call deeper). Addition and
-# multiplication commute exactly in floating point, so the reflected forms can share them.
-Tracer.__add__ = Tracer.__radd__ = add  # type: ignore[method-assign]
-Tracer.__mul__ = Tracer.__rmul__ = multiply  # type: ignore[method-assign]
-Tracer.__sub__ = subtract  # type: ignore[method-assign]
-Tracer.__truediv__ = divide  # type: ignore[method-assign]
-Tracer.__matmul__ = matmul  # type: ignore[method-assign]
+flip = unary(
+    "flip",
+    lambda x, axis=None: np.flip(x, axis),
+    saves=False,
+    params=True,
+    keep_x=False,
+    keep_ans=False,
+)
+astype = unary(
+    "astype",
+    lambda x, dtype: np.asarray(x).astype(dtype),
+    saves=False,
+    params=True,
+    keep_ans=False,
+)
+getitem = unary("getitem", _getitem, saves=False, params=True, keep_ans=False)
+scatter = unary("scatter", _scatter, saves=False, params=True, keep_x=False, keep_ans=False)
+index_update = nary("index_update", _index_update, saves=False, keep_ans=False)
+concat = nary(
+    "concat", lambda *xs, axis: np.concatenate(xs, axis=axis), saves=False, keep_ans=False
+)
+stack = nary(
+    "stack",
+    lambda *xs, axis: np.stack(xs, axis=axis),
+    saves=False,
+    keep_ans=False,
+    keep_args="none",
+)

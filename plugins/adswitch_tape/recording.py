@@ -1,10 +1,12 @@
-"""Primitives: how an operation on tracers is recorded, and the verb that gives it rules.
+"""How an operation on tracers is recorded: primitives, and the verb that gives them rules.
 
 ``unary``/``binary``/``nary`` wrap a numpy function into a primitive: called with no
-tracer it is the numpy function; called with tracers it computes the value one level
-down (recursively, so enclosing calls record it too) and appends one tape entry to the
-trace of its highest-level argument. ``defvjp`` fills the rule table (see ``vjps``).
-Numpy arrays an entry keeps for its rules are locked read-only until the call ends.
+tracer it is the numpy function; called with tracers it records itself on the trace of
+its highest-level argument -- arguments of lower levels (and numpy arrays, Python
+scalars) are constants at that level -- computing its value by calling itself on the
+unwrapped values, which records it on the lower levels in turn. ``defvjp`` fills the
+rule table (the rules themselves are in ``rules``). Numpy arrays an entry keeps for its
+rules are locked read-only until the call ends.
 """
 
 from __future__ import annotations
@@ -12,14 +14,14 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .core import Rule, Trace
+from .core import Rule, Trace, Tracer, escaped, raw, sync
 
-__all__ = ["Prim", "binary", "defvjp", "defvjp_variadic", "nary", "unary"]
+__all__ = ["PRIMS", "Prim", "binary", "defvjp", "defvjp_variadic", "nary", "unary"]
 
 
 class Prim:
@@ -32,7 +34,8 @@ class Prim:
     pass frees intermediates the backward pass never reads, as plain numpy would):
     ``keep_ans`` -- the rules read the output; ``keep_args`` -- ``"values"`` (the rules
     read the arguments), ``"shapes"`` (only their shapes: the entry holds shape tuples)
-    or ``"none"`` (the entry holds ``None`` per argument).
+    or ``"none"`` (the entry holds ``None`` per argument). ``tests/test_tape_rules.py``
+    checks all three flags against the rules.
     """
 
     __slots__ = ("fn", "impl", "keep_ans", "keep_args", "name", "rules", "saves")
@@ -75,7 +78,7 @@ def _record(p: Prim, args: tuple[Any, ...], kw: dict[str, Any]) -> Tracer:
     for a in args:
         if type(a) is Tracer:
             if a._base is not None:
-                _mutation.sync(a)
+                sync(a)
             if top is None or a._trace.level > top.level:
                 top = a._trace
     assert top is not None
@@ -93,7 +96,7 @@ def _record(p: Prim, args: tuple[Any, ...], kw: dict[str, Any]) -> Tracer:
             parents.append(None)
             if type(a) is Tracer:
                 if a._trace.level == 0:  # a fresh buffer of constants: use its value
-                    vals[i] = a = _tracer.raw(a)
+                    vals[i] = a = raw(a)
                 else:
                     nested = True
             if p.saves and type(a) is np.ndarray and id(a) not in top.locked:
@@ -124,7 +127,7 @@ def unary(
         if type(x) is not Tracer:
             return impl(x)
         if x._base is not None:
-            _mutation.sync(x)
+            sync(x)
         trace = x._trace
         if not trace.live:
             raise escaped(name)
@@ -141,7 +144,7 @@ def unary(
         if type(x) is not Tracer:
             return impl(x, **kw)
         if x._base is not None:
-            _mutation.sync(x)
+            sync(x)
         trace = x._trace
         if not trace.live:
             raise escaped(name)
@@ -179,7 +182,7 @@ def binary(
                 return impl(x, y)
             return _record(p, (x, y), {})  # constant (+) traced: reflected operators
         if x._base is not None:
-            _mutation.sync(x)
+            sync(x)
         trace = x._trace
         if not trace.live:
             raise escaped(name)
@@ -226,9 +229,16 @@ def binary(
     return _register(p, prim)
 
 
-def nary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[..., Any]:
-    """A primitive of any number of array arguments ``f(*arrays, **params)``."""
-    p = Prim(name, impl, saves)
+def nary(
+    name: str,
+    impl: Callable[..., Any],
+    saves: bool = True,
+    keep_ans: bool = True,
+    keep_args: str = "values",
+) -> Callable[..., Any]:
+    """A primitive of any number of array arguments ``f(*arrays, **params)``.
+    ``keep_ans``/``keep_args``: what its rules read (see :class:`Prim`)."""
+    p = Prim(name, impl, saves, keep_ans, keep_args)
 
     def prim(*args: Any, **kw: Any) -> Any:
         for a in args:
@@ -240,6 +250,8 @@ def nary(name: str, impl: Callable[..., Any], saves: bool = True) -> Callable[..
 
 
 _PRIMS: dict[Callable[..., Any], Prim] = {}
+PRIMS = MappingProxyType(_PRIMS)
+"""Every primitive, by its function (read-only: ``tests/test_tape_rules.py`` walks it)."""
 
 
 def _register(p: Prim, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -276,10 +288,3 @@ class _Variadic:
 def defvjp_variadic(prim: Callable[..., Any], rule: Rule) -> None:
     """Register one rule ``rule(k, g, ans, *args, **params)`` for every argument ``k``."""
     _PRIMS[prim].rules = _Variadic(rule)  # type: ignore[assignment]
-
-
-# Imported last: they build on the definitions above (no import cycle at load time).
-from . import mutation as _mutation  # noqa: E402
-from . import tracer as _tracer  # noqa: E402
-from .core import escaped  # noqa: E402
-from .tracer import Tracer  # noqa: E402
