@@ -13,6 +13,8 @@ checks it runs return what they find, and the plan keeps it. Everything downstre
 
 from __future__ import annotations
 
+import functools
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -223,6 +225,8 @@ class Plan:
                     leaves.append(leaf)
                     kind_of_leaf = leaf_kind(leaf)
                     is_active = kind != CONST and kind_of_leaf == "f"
+                    if kind_of_leaf == "o" and kind != CONST and not roles & SCALAR:
+                        self._check_opaque(leaf, a, j)
                     active.append(is_active)
                     if is_active:
                         if roles & SCALAR_RESULT:
@@ -257,6 +261,19 @@ class Plan:
             "destination. Pass it once, or pass a copy (x.copy()) where it must differ."
         )
 
+    def _check_opaque(self, leaf: Any, a: int, j: int) -> None:
+        """An object the tree walker does not know is a leaf, never differentiated: if it
+        holds floating arrays, that would silently drop their gradients."""
+        inside = opaque_floats(leaf)
+        if inside is not None:
+            raise ActivityError(
+                f"{self.path(a, j)} is a {type(leaf).__qualname__} holding a floating array in "
+                f"{inside}, but adswitch does not know how to look inside "
+                f"{type(leaf).__qualname__} objects, so it would not be differentiated. Teach "
+                "the walker with ad.register_tree(cls, flatten, unflatten) (or make it a "
+                "dataclass), or pass it as ad.Const(...) if it should stay constant."
+            )
+
     def _nothing_active(self, args: Sequence[Any]) -> None:
         if not args:
             raise ActivityError("gradient needs at least one argument to differentiate.")
@@ -268,10 +285,17 @@ class Plan:
         for a, plan in enumerate(self.args):
             if plan.kind == DUPLICATED:
                 no_float_in_duplicated(a, plan.val)
+        got = ", ".join(describe(p.val) for p in self.args)
+        for a, plan in enumerate(self.args):
+            if plan.kind != CONST and plan.treedef is None and _is_unwalkable(plan.val):
+                raise ActivityError(
+                    f"nothing to differentiate: args[{a}] is {describe(plan.val)}, which "
+                    f"adswitch cannot look into (got {got}). {_unwalkable_fix(plan.val)}"
+                )
         raise ActivityError(
             "nothing to differentiate: no argument holds a floating array or a Python float "
-            f"(got {', '.join(describe(p.val) for p in self.args)}). Convert integer data with "
-            "x.astype(float) or np.asarray(x, dtype=float)."
+            f"(got {got}). Convert integer data with x.astype(float) or "
+            "np.asarray(x, dtype=float)."
         )
 
     def _check_complex(self) -> None:
@@ -285,6 +309,57 @@ class Plan:
 
 
 _FIRST_LEAF = (0,)
+_NOT_DATA = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    functools.partial,
+)
+
+
+def opaque_floats(obj: Any) -> str | None:
+    """Where an object of an unknown type keeps a floating array (``".W"``,
+    ``".layers[0]"``), looking one container deep into its attributes; ``None`` if
+    nowhere (functions, classes and modules are not looked into)."""
+    if isinstance(obj, _NOT_DATA) or hasattr(obj, "shape"):
+        return None
+    attrs = getattr(obj, "__dict__", None)
+    if attrs is None:
+        names = [n for cls in type(obj).__mro__ for n in getattr(cls, "__slots__", ())]
+        attrs = {n: getattr(obj, n) for n in names if hasattr(obj, n)}
+    for name, value in attrs.items():
+        if leaf_kind(value) == "f" and not isinstance(value, float):
+            return f".{name}"
+        if isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                if leaf_kind(item) == "f" and not isinstance(item, float):
+                    return f".{name}[{i}]"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if leaf_kind(item) == "f" and not isinstance(item, float):
+                    return f".{name}[{key!r}]"
+    return None
+
+
+def _is_unwalkable(value: Any) -> bool:
+    return isinstance(value, (types.GeneratorType, set, frozenset)) or (
+        leaf_kind(value) == "o"
+        and not isinstance(value, (int, str, bytes, type(None), bool))
+        and not hasattr(value, "dtype")
+    )
+
+
+def _unwalkable_fix(value: Any) -> str:
+    if isinstance(value, types.GeneratorType):
+        return "A generator can be read only once; pass a list or tuple (list(gen))."
+    if isinstance(value, (set, frozenset)):
+        return "A set has no order for gradients to follow; pass a list or tuple."
+    return (
+        f"Teach the walker {type(value).__qualname__} with ad.register_tree(cls, flatten, "
+        "unflatten), or pass the arrays it holds."
+    )
 
 
 def bare_positions(args: Sequence[ArgPlan]) -> Sequence[int] | None:
