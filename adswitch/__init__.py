@@ -26,12 +26,14 @@ from adswitch.errors import (
     BackendUnavailableError,
     MutationError,
     OutputError,
+    PreparationError,
     UnsupportedError,
     UsageError,
 )
 from adswitch.forward import derivative, jvp
 from adswitch.jacobians import jacobian
 from adswitch.namespace import array_namespace
+from adswitch.preparation import Prepared, prepare
 from adswitch.registry import BackendInfo, default_registry
 from adswitch.reverse import Pullback, vjp
 from adswitch.second_order import hessian, hvp
@@ -52,6 +54,8 @@ __all__ = [
     "Duplicated",
     "MutationError",
     "OutputError",
+    "PreparationError",
+    "Prepared",
     "Pullback",
     "UnsupportedError",
     "UsageError",
@@ -66,6 +70,7 @@ __all__ = [
     "jacobian",
     "jvp",
     "make_zero",
+    "prepare",
     "register_tree",
     "use",
     "vjp",

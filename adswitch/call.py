@@ -23,7 +23,7 @@ from adswitch.registry import default_registry
 from adswitch.results import place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend, CallInfo
 
-__all__ = ["Started", "differentiate", "running", "start"]
+__all__ = ["Started", "differentiate", "run_gradient", "running", "start"]
 
 
 class Started(NamedTuple):
@@ -102,7 +102,14 @@ def differentiate(
     ``entry == "gradient"`` (it is not rebuilt)."""
     if zero is not True and zero is not False:
         check_flag("zero", zero)
-    plan, engine, depth = started = start(f, args, backend, entry)
+    return run_gradient(start(f, args, backend, entry), f, zero, entry)
+
+
+def run_gradient(
+    started: Started, f: Callable[..., Any], zero: bool, entry: str
+) -> tuple[Any, tuple[Any, ...]]:
+    """:func:`differentiate` on a started call (also the run of a prepared one)."""
+    plan, engine, depth = started
     fn = LossFunction(f, plan)
     info = started.info(f, entry)
     token = selection.current_calls.set((*selection.current_calls.get(), engine))

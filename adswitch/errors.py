@@ -16,6 +16,7 @@ __all__ = [
     "BackendUnavailableError",
     "UnsupportedError",
     "UsageError",
+    "PreparationError",
 ]
 
 
@@ -52,3 +53,9 @@ class UnsupportedError(AdswitchError, NotImplementedError):
 class UsageError(AdswitchError, ValueError):
     """A keyword argument of an adswitch call has a value it cannot take (the message
     lists the values it can)."""
+
+
+class PreparationError(AdswitchError, ValueError):
+    """A prepared call (``ad.prepare``) got arguments whose structure, wrappers, leaf types,
+    shapes, dtypes, devices or ties differ from the prepared ones; the message lists every
+    difference by key path. Prepare again for the new structure."""

@@ -11,14 +11,14 @@ from adswitch import derive, trees
 from adswitch.accepts import check_flag
 from adswitch.activity import Const, Duplicated
 from adswitch.bases import numpy_dtype
-from adswitch.call import running, start
+from adswitch.call import Started, running, start
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe, leaf_kind
 from adswitch.outputs import OutputFunction, Outputs
 from adswitch.spec import Backend
 from adswitch.tangents import tangents_per_leaf
 
-__all__ = ["derivative", "jvp"]
+__all__ = ["derivative", "derivative_primals", "jvp", "run_jvp"]
 
 
 def jvp(
@@ -57,6 +57,13 @@ def jvp(
         )
     check_flag("has_aux", has_aux)
     started = start(f, tuple(primals), backend, "jvp", duplicated_ok=False)
+    return run_jvp(started, f, tangents, has_aux)
+
+
+def run_jvp(
+    started: Started, f: Callable[..., Any], tangents: Any, has_aux: bool
+) -> tuple[Any, ...]:
+    """:func:`jvp` on a started call (also the run of a prepared one)."""
     plan, engine, depth = started
     per_leaf = tangents_per_leaf(plan, tangents)
     fn = OutputFunction(f, plan, has_aux, "jvp")
@@ -105,6 +112,14 @@ def derivative(
         >>> ad.derivative(lambda t, a: a * t ** 2, 3.0, np.array([1.0, 2.0])).tolist()
         [6.0, 12.0]
     """
+    primals, tangents = derivative_primals(x, args)
+    _, tangent = jvp(f, primals, tangents, backend=backend)
+    return tangent
+
+
+def derivative_primals(x: Any, args: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """``ad.derivative``'s call as a ``jvp``: its primals (``x``, then the constants) and
+    tangents (``1`` for ``x``)."""
     if (
         isinstance(x, (Const, Duplicated))
         or leaf_kind(x) != "f"
@@ -123,5 +138,4 @@ def derivative(
             )
         constants.append(arg if isinstance(arg, Const) else Const(arg))
     one = 1.0 if isinstance(x, float) else np.ones((), dtype=numpy_dtype(x.dtype))
-    _, tangent = jvp(f, (x, *constants), (one, *[None] * len(constants)), backend=backend)
-    return tangent
+    return (x, *constants), (one, *[None] * len(constants))

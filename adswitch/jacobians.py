@@ -17,7 +17,7 @@ import numpy as np
 from adswitch import derive, trees
 from adswitch.accepts import check_flag
 from adswitch.bases import Layout, basis, block, shape_of
-from adswitch.call import running, start
+from adswitch.call import Started, running, start
 from adswitch.errors import UsageError
 from adswitch.namespace import array_namespace
 from adswitch.outputs import OutputFunction
@@ -25,7 +25,7 @@ from adswitch.plan import Plan
 from adswitch.results import place
 from adswitch.spec import Backend, CallInfo
 
-__all__ = ["jacobian"]
+__all__ = ["jacobian", "run_jacobian"]
 
 MODES = ("auto", "reverse", "forward")
 
@@ -71,6 +71,11 @@ def jacobian(
         raise UsageError(f"mode={mode!r}; ad.jacobian's mode is one of {', '.join(MODES)}.")
     check_flag("has_aux", has_aux)
     started = start(f, args, backend, "jacobian", duplicated_ok=False)
+    return run_jacobian(started, f, mode, has_aux)
+
+
+def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bool) -> Any:
+    """:func:`jacobian` on a started call (also the run of a prepared one)."""
     plan, engine, depth = started
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     info = started.info(f, "jacobian", ("jacobian", has_aux))

@@ -36,7 +36,7 @@ from adswitch.leaves import (
 )
 from adswitch.shadows import DuplicatedArg, ShadowSlots, check_shadows, no_float_in_duplicated
 
-__all__ = ["ArgPlan", "Plan", "PLAIN", "CONST", "DUPLICATED"]
+__all__ = ["ArgPlan", "Plan", "PLAIN", "CONST", "DUPLICATED", "KIND_NAMES", "unwrap"]
 
 PLAIN, CONST, DUPLICATED = 0, 1, 2
 KIND_NAMES = ("plain", "Const", "Duplicated")
@@ -157,6 +157,45 @@ class Plan:
                 self.bare,
             )
             templates.remember(key, self.template)
+
+    def structure(self) -> Plan:
+        """This plan without the call's values (no leaves, values or shadows): what a
+        prepared call keeps, so that it holds none of the example call's arrays."""
+        bare = Plan.__new__(Plan)
+        for name in _STRUCTURE_FIELDS:
+            setattr(bare, name, getattr(self, name))
+        bare.leaves = []
+        bare.args = tuple(ArgPlan(p.kind, None, None, p.treedef) for p in self.args)
+        for new, old in zip(bare.args, self.args):
+            new.leaf_ids = tuple(old.leaf_ids)
+        return bare
+
+    def rebound(self, leaves: list[Any], args: Sequence[ArgPlan]) -> Plan:
+        """The plan of a call whose arguments have this plan's structure (the caller
+        checked it: see ``adswitch.preparation``) with ``leaves`` as its unique leaves;
+        ``Duplicated`` shadows are checked against the new values."""
+        plan = Plan.__new__(Plan)
+        plan.active = self.active  # (the fields of _STRUCTURE_FIELDS, spelled out: hot path)
+        plan.bare = self.bare
+        plan.first = self.first
+        plan.has_duplicated = self.has_duplicated
+        plan.kinds = self.kinds
+        plan.n_active_arrays = self.n_active_arrays
+        plan.scalar_leaves = self.scalar_leaves
+        plan.template = self.template
+        plan.untied = self.untied
+        plan.leaves = leaves
+        plan.args = args
+        if self.has_duplicated:
+            duplicated = [
+                DuplicatedArg(a, p.val, p.dval, p.treedef, p.leaf_ids)
+                for a, p in enumerate(args)
+                if p.kind == DUPLICATED
+            ]
+            slots = check_shadows(duplicated, leaves, self.active, plan.path)
+            for arg, found in zip(duplicated, slots):
+                args[arg.position].shadow = found
+        return plan
 
     def _one_array(self, x: Any) -> bool:
         """The plan of one plain floating array, directly; ``False`` (nothing set) for
@@ -309,6 +348,18 @@ class Plan:
 
 
 _FIRST_LEAF = (0,)
+# What follows from the arguments' structure alone (shared by a prepared call's plans).
+_STRUCTURE_FIELDS = (
+    "active",
+    "bare",
+    "first",
+    "has_duplicated",
+    "kinds",
+    "n_active_arrays",
+    "scalar_leaves",
+    "template",
+    "untied",
+)
 _NOT_DATA = (
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -367,6 +418,16 @@ def bare_positions(args: Sequence[ArgPlan]) -> Sequence[int] | None:
     if all(p.treedef is None for p in args):
         return tuple([p.leaf_ids[0] for p in args])
     return None
+
+
+def unwrap(a: int, arg: Any) -> tuple[int, Any, Any]:
+    """``(kind, value, shadow)`` of argument ``a`` (its activity wrapper taken off)."""
+    arg_type = type(arg)
+    if arg_type is Const:
+        return CONST, arg.val, None
+    if arg_type is np.ndarray or ROLES.get(arg_type, 0) & SCALAR:
+        return PLAIN, arg, None
+    return _unwrap(a, arg)
 
 
 def _unwrap(a: int, arg: Any) -> tuple[int, Any, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from adswitch import derive, selection
 from adswitch.accepts import check_flag
-from adswitch.call import running, start
+from adswitch.call import Started, running, start
 from adswitch.errors import UnsupportedError
 from adswitch.outputs import OutputFunction, Outputs
 from adswitch.plan import Plan
@@ -16,7 +16,7 @@ from adswitch.spec import Backend
 from adswitch.spec import Pullback as EnginePullback
 from adswitch.tangents import cotangents_per_output
 
-__all__ = ["Pullback", "vjp"]
+__all__ = ["Pullback", "run_vjp", "vjp"]
 
 
 class Pullback:
@@ -103,7 +103,11 @@ def vjp(
     """
     check_flag("zero", zero)
     check_flag("has_aux", has_aux)
-    started = start(f, args, backend, "vjp")
+    return run_vjp(start(f, args, backend, "vjp"), f, has_aux, zero)
+
+
+def run_vjp(started: Started, f: Callable[..., Any], has_aux: bool, zero: bool) -> tuple[Any, ...]:
+    """:func:`vjp` on a started call (also the run of a prepared one)."""
     plan, engine, depth = started
     fn = OutputFunction(f, plan, has_aux, "vjp")
     info = started.info(f, "vjp", ("vjp", has_aux))

@@ -15,7 +15,7 @@ from typing import Any
 from adswitch import derive, selection, trees
 from adswitch.accepts import check_flag
 from adswitch.bases import Layout, basis, block
-from adswitch.call import running, start
+from adswitch.call import Started, running, start
 from adswitch.errors import UnsupportedError
 from adswitch.namespace import array_namespace
 from adswitch.outputs import LossFunction, Outputs
@@ -24,7 +24,7 @@ from adswitch.results import place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend, CallInfo
 from adswitch.tangents import tangents_per_leaf
 
-__all__ = ["GradientFunction", "hessian", "hvp"]
+__all__ = ["GradientFunction", "hessian", "hvp", "run_hessian", "run_hvp"]
 
 
 class GradientFunction:
@@ -94,7 +94,11 @@ def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = N
         >>> H[0][0].tolist()
         [[6.0, 0.0], [0.0, 12.0]]
     """
-    started = start(f, args, backend, "hessian", duplicated_ok=False)
+    return run_hessian(start(f, args, backend, "hessian", duplicated_ok=False), f)
+
+
+def run_hessian(started: Started, f: Callable[..., Any]) -> Any:
+    """:func:`hessian` on a started call (also the run of a prepared one)."""
     plan, engine, depth = started
     strategy = _second_order_strategy(engine, "hessian")
     inner = GradientFunction(engine, f, plan)
@@ -195,7 +199,11 @@ def hvp(
         [6.0, 12.0]
     """
     check_flag("zero", zero)
-    started = start(f, tuple(primals), backend, "hvp")
+    return run_hvp(start(f, tuple(primals), backend, "hvp"), f, tangents, zero)
+
+
+def run_hvp(started: Started, f: Callable[..., Any], tangents: Any, zero: bool) -> tuple[Any, ...]:
+    """:func:`hvp` on a started call (also the run of a prepared one)."""
     plan, engine, depth = started
     strategy = _second_order_strategy(engine, "hvp")
     per_leaf = tangents_per_leaf(plan, tangents)

@@ -1,0 +1,283 @@
+"""``prepare``: check a call's structure once, then call it again and again cheaply.
+
+A prepared call keeps what the arguments' structure decides -- activity wrappers, trees,
+which leaves are tied, which are differentiated, the engine -- and a signature of each
+leaf (type, shape, dtype, device), but none of the example call's arrays. Each call
+flattens the new arguments, compares them with that signature (every difference is
+listed, by key path, in one ``PreparationError``), and runs the operator on a plan rebuilt
+from the prepared structure: the planning, the engine selection and the capability
+checks are not done again. Values may change freely; ``Duplicated`` shadows and
+overlapping memory, which depend on the objects passed, are checked on every call.
+
+A prepared call holds no per-call state, so several threads may call it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from adswitch import selection, trees
+from adswitch.api import WithGradient, gradient, withgradient
+from adswitch.call import Started, run_gradient, start
+from adswitch.errors import PreparationError, UsageError
+from adswitch.forward import derivative, derivative_primals, jvp, run_jvp
+from adswitch.jacobians import jacobian, run_jacobian
+from adswitch.leaves import ARRAY_TYPES, SCALAR_TYPES, describe, is_array
+from adswitch.overlap import check_overlap
+from adswitch.plan import KIND_NAMES, ArgPlan, Plan, unwrap
+from adswitch.reverse import run_vjp, vjp
+from adswitch.second_order import hessian, hvp, run_hessian, run_hvp
+from adswitch.spec import Backend
+
+__all__ = ["Prepared", "prepare"]
+
+# operator -> (its name, the keywords it takes with their defaults, whether its
+# arguments come as (primals, tangents), whether Duplicated is allowed)
+_OPERATORS: dict[Callable[..., Any], tuple[str, dict[str, Any], bool, bool]] = {
+    gradient: ("gradient", {"zero": True}, False, True),
+    withgradient: ("withgradient", {"zero": True}, False, True),
+    vjp: ("vjp", {"has_aux": False, "zero": True}, False, True),
+    jvp: ("jvp", {"has_aux": False}, True, False),
+    jacobian: ("jacobian", {"mode": "auto", "has_aux": False}, False, False),
+    hessian: ("hessian", {}, False, False),
+    hvp: ("hvp", {"zero": True}, True, True),
+    derivative: ("derivative", {}, False, False),
+}
+
+
+def prepare(
+    op: Callable[..., Any],
+    f: Callable[..., Any],
+    *args: Any,
+    backend: str | Backend | None = None,
+    **op_kwargs: Any,
+) -> Prepared:
+    """Prepare ``op(f, *args, **op_kwargs)`` for repeated calls on arguments of the same
+    structure.
+
+    Args:
+        op: one of ``ad.gradient``, ``ad.withgradient``, ``ad.vjp``, ``ad.jvp``,
+            ``ad.jacobian``, ``ad.hessian``, ``ad.hvp``, ``ad.derivative``.
+        f: the function.
+        *args: example arguments, exactly as ``op`` takes them (for ``jvp``/``hvp``:
+            ``primals, tangents``).
+        backend: the engine (chosen now, once).
+        **op_kwargs: ``op``'s keywords (``zero=``, ``has_aux=``, ``mode=``).
+
+    Returns:
+        A :class:`Prepared` ``prep``: ``prep(*args)`` returns what ``op(f, *args,
+        **op_kwargs)`` returns, for arguments whose structure, activity wrappers, leaf
+        types, shapes, dtypes, devices and ties are the example's (else
+        ``PreparationError``).
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> prep = ad.prepare(ad.gradient, lambda x: ad.array_namespace(x).sum(x * x),
+        ...                   np.ones(3))
+        >>> prep(np.array([1.0, 2.0, 3.0]))[0].tolist()
+        [2.0, 4.0, 6.0]
+    """
+    spec = _OPERATORS.get(op)
+    if spec is None:
+        names = ", ".join(f"ad.{name}" for name, *_ in _OPERATORS.values())
+        raise UsageError(f"ad.prepare's first argument is the operator ({names}); got {op!r}.")
+    name, defaults, split, duplicated_ok = spec
+    unknown = sorted(set(op_kwargs) - set(defaults))
+    if unknown:
+        allowed = ", ".join(defaults) or "none"
+        raise UsageError(
+            f"ad.{name} takes no keyword {', '.join(unknown)} (its keywords: {allowed})."
+        )
+    kwargs = {**defaults, **op_kwargs}
+    # Planned and checked now; f does not run (nothing of the caller's is touched) until
+    # the first call.
+    primals = _primals(name, args, split)
+    started = start(f, primals, backend, name, duplicated_ok=duplicated_ok)
+    return Prepared(name, f, kwargs, split, started)
+
+
+def _primals(name: str, args: Sequence[Any], split: bool) -> tuple[Any, ...]:
+    if name == "derivative":
+        if not args:
+            raise UsageError("ad.derivative needs x: prepare(ad.derivative, f, x, *args).")
+        return derivative_primals(args[0], args[1:])[0]
+    if split:
+        if len(args) != 2:
+            raise UsageError(
+                f"ad.{name} takes (primals, tangents): prepare(ad.{name}, f, primals, tangents)."
+            )
+        return tuple(args[0])
+    return tuple(args)
+
+
+class Prepared:
+    """A prepared operator call (see :func:`prepare`)."""
+
+    __slots__ = ("_depth", "_engine", "_f", "_kwargs", "_name", "_plan", "_signature", "_split")
+
+    def __init__(
+        self,
+        name: str,
+        f: Callable[..., Any],
+        kwargs: dict[str, Any],
+        split: bool,
+        started: Started,
+    ) -> None:
+        self._name = name
+        self._f = f
+        self._kwargs = kwargs
+        self._split = split
+        self._engine = started.engine
+        self._depth = started.depth
+        self._plan = started.plan.structure()
+        self._signature = [_signature(leaf) for leaf in started.plan.leaves]
+
+    def __call__(self, *args: Any) -> Any:
+        name, kw = self._name, self._kwargs
+        tangents: Any = None
+        if name == "derivative":
+            if not args:
+                raise UsageError("a prepared ad.derivative takes (x, *args).")
+            primals, tangents = derivative_primals(args[0], args[1:])
+        elif self._split:
+            if len(args) != 2:
+                raise UsageError(f"a prepared ad.{name} takes (primals, tangents).")
+            primals, tangents = tuple(args[0]), args[1]
+        else:
+            primals = args
+        started = Started(self._rebind(primals), self._engine, self._depth)
+        f = self._f
+        if name == "gradient":
+            return run_gradient(started, f, kw["zero"], "gradient")[1]
+        if name == "withgradient":
+            return WithGradient(*run_gradient(started, f, kw["zero"], "withgradient"))
+        if name == "vjp":
+            return run_vjp(started, f, kw["has_aux"], kw["zero"])
+        if name == "jvp":
+            return run_jvp(started, f, tangents, kw["has_aux"])
+        if name == "derivative":
+            return run_jvp(started, f, tangents, False)[1]
+        if name == "jacobian":
+            return run_jacobian(started, f, kw["mode"], kw["has_aux"])
+        if name == "hessian":
+            return run_hessian(started, f)
+        return run_hvp(started, f, tangents, kw["zero"])
+
+    def _rebind(self, args: Sequence[Any]) -> Plan:
+        """The plan of this call, after checking it against the prepared structure."""
+        prepared = self._plan
+        calls = selection.current_calls.get()
+        if len(calls) != self._depth or (calls and calls[-1] is not self._engine):
+            prepared_at = (
+                f"inside {self._depth} enclosing call(s)" if self._depth else "at top level"
+            )
+            called_at = (
+                f"inside a differentiation on {calls[-1].name!r}" if calls else "at top level"
+            )
+            raise PreparationError(
+                f"this ad.{self._name} was prepared {prepared_at} on engine "
+                f"{self._engine.name!r}, but is called {called_at}. Prepare it where you call it."
+            )
+        problems: list[str] = []
+        if len(args) != len(prepared.args):
+            raise PreparationError(
+                f"this ad.{self._name} was prepared for {len(prepared.args)} argument(s), got "
+                f"{len(args)}. Prepare it again for the new call."
+            )
+        leaves: list[Any] = [None] * len(self._signature)
+        seen = [False] * len(self._signature)
+        new_args: list[ArgPlan] = []
+        for a, (arg, shape) in enumerate(zip(args, prepared.args)):
+            kind, val, dval = unwrap(a, arg)
+            if kind != shape.kind:
+                problems.append(
+                    f"args[{a}] was prepared {KIND_NAMES[shape.kind]}, is {KIND_NAMES[kind]}"
+                )
+                continue
+            if type(val) in ARRAY_TYPES and shape.treedef is None:
+                flat, treedef = [val], None
+            else:
+                flat, treedef = trees.flatten(val)
+            if treedef != shape.treedef:
+                where = trees.describe_mismatch(shape.treedef, treedef, f"args[{a}]")
+                problems.append(f"args[{a}] has another structure ({where})")
+                continue
+            for j, (u, leaf) in enumerate(zip(shape.leaf_ids, flat)):
+                if seen[u]:
+                    if leaf is not leaves[u] and not isinstance(leaf, SCALAR_TYPES):
+                        problems.append(
+                            f"{prepared.path(a, j)} was prepared as the same array as "
+                            f"{prepared.path(*prepared.first[u])} (tied), now it is another one"
+                        )
+                    continue
+                leaves[u] = leaf
+                seen[u] = True
+                if _signature(leaf) != self._signature[u]:
+                    problems.append(
+                        f"{prepared.path(a, j)} was prepared as {self._describe(u)}, is "
+                        f"{describe(leaf)}"
+                    )
+            arg_plan = ArgPlan(kind, val, dval, treedef)
+            arg_plan.leaf_ids = shape.leaf_ids
+            new_args.append(arg_plan)
+        if not problems:
+            problems = self._new_ties(leaves, prepared)
+        if problems:
+            listed = "\n  - ".join(problems)
+            raise PreparationError(
+                f"this call differs from the prepared ad.{self._name}:\n  - {listed}\n"
+                "Prepare again (ad.prepare) for arguments of the new structure."
+            )
+        plan = prepared.rebound(leaves, new_args)
+        check_overlap(plan, self._engine)
+        return plan
+
+    def _new_ties(self, leaves: list[Any], prepared: Plan) -> list[str]:
+        """Distinct prepared leaves that are now one object."""
+        arrays = [u for u, leaf in enumerate(leaves) if not isinstance(leaf, SCALAR_TYPES)]
+        if len({id(leaves[u]) for u in arrays}) == len(arrays):
+            return []
+        first: dict[int, int] = {}
+        problems = []
+        for u in arrays:
+            v = first.setdefault(id(leaves[u]), u)
+            if v != u:
+                problems.append(
+                    f"{prepared.path(*prepared.first[u])} is now the same array as "
+                    f"{prepared.path(*prepared.first[v])} (a tie the prepared call did not have)"
+                )
+        return problems
+
+    def _describe(self, u: int) -> str:
+        sig = self._signature[u]
+        if len(sig) == 1:
+            return f"a {sig[0].__module__.partition('.')[0]}.{sig[0].__qualname__}"
+        cls, shape, dtype, device = sig
+        where = f" on {device}" if str(device) not in ("None", "cpu") else ""
+        name = f"{cls.__module__.partition('.')[0]}.{cls.__qualname__}"
+        return f"{name} of shape {shape} and dtype {dtype}{where}"
+
+    def __repr__(self) -> str:
+        f = getattr(self._f, "__qualname__", self._f)
+        return f"<adswitch prepared {self._name} of {f!r} on {self._engine.name!r}>"
+
+
+def _signature(leaf: Any) -> tuple[Any, ...]:
+    """What a prepared call fixes about a leaf: its type, and for arrays shape, dtype and
+    device (values are free to change)."""
+    cls = type(leaf)
+    if cls is np.ndarray:
+        return (cls, leaf.shape, leaf.dtype, None)
+    if cls in ARRAY_TYPES or (cls not in SCALAR_TYPES and is_array(leaf)):
+        return (cls, leaf.shape, leaf.dtype, _device(leaf))
+    return (cls,)
+
+
+def _device(leaf: Any) -> Any:
+    try:
+        return getattr(leaf, "device", None)
+    except Exception:  # jax: an array sharded over several devices has .devices() only
+        return tuple(sorted(map(str, leaf.devices()))) if hasattr(leaf, "devices") else None
