@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adswitch_conformance.cli import main
+from adswitch_conformance.cli import LEGEND, main
 from fd_engine import FiniteDifferenceBackend
 from test_conformance_runner import Skewed
 
 import adswitch as ad
+from adswitch.errors import BackendUnavailableError
 
 
 @pytest.fixture
@@ -65,9 +66,136 @@ def test_wrong_results_exit_1_and_are_named(
     assert "| **WRONG (total)** | | 0 | 1 |" in captured.out
 
 
-def test_unknown_engine_is_reported(engines: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--backend", "nonesuch", "-k", "ops.dot"]) == 1
-    assert "unknown engine 'nonesuch'" in capsys.readouterr().err
+class NotInstalled(FiniteDifferenceBackend):
+    """An engine whose plugin is there but whose library is not."""
+
+    name = "missing"
+    install_hint = 'pip install "adswitch[missing]"'
+
+    def version(self) -> str:
+        raise BackendUnavailableError(f"engine 'missing' is not installed: {self.install_hint}")
+
+
+class Torch(FiniteDifferenceBackend):
+    name = "torch"
+
+
+@pytest.fixture
+def more_engines(engines: Any) -> Any:
+    engines.add(NotInstalled())
+    engines.add(Torch())
+    return engines
+
+
+def test_unknown_engine_stops_before_running_anything(
+    more_engines: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--backend", "fd", "--backend", "nonesuch"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no matrix: nothing ran
+    assert LEGEND not in captured.err and "runs in" not in captured.err
+    assert "unknown engine 'nonesuch'\n" in captured.err  # no far-fetched suggestion
+    listing = "installed engines: 'fd', 'skewed', 'torch' (found but not installed: 'missing')"
+    assert listing in captured.err
+
+
+@pytest.mark.parametrize("typed", ["Torch", "pytorch", "TORCH", "torhc"])
+def test_near_miss_suggests_the_engine(
+    more_engines: Any, capsys: pytest.CaptureFixture[str], typed: str
+) -> None:
+    assert main(["--backend", typed]) == 2
+    assert f"unknown engine {typed!r} (did you mean 'torch'?)" in capsys.readouterr().err
+
+
+def test_engine_not_installed_stops_with_its_install_command(
+    more_engines: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--backend", "missing", "-k", "ops.dot"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "engine 'missing' is unavailable" in captured.err
+    assert 'pip install "adswitch[missing]"' in captured.err
+
+
+def test_no_matching_case_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-k", "no-such-case-id"]) == 2
+    assert "no case id contains 'no-such-case-id'" in capsys.readouterr().err
+
+
+def test_progress_has_a_legend(engines: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--backend", "fd", "-k", "basics.exp_log"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(LEGEND + "\n")
+    for mark, outcome in ((".", "pass"), ("u", "unsupported"), ("W", "WRONG"), ("E", "ERROR")):
+        assert f"{mark} {outcome}" in LEGEND
+
+
+def test_help_is_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    for markup in ("``", ":func:", ":class:", ":meth:", ".. "):
+        assert markup not in text
+    assert LEGEND in text and "exit status" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def _cli(*args: str, stdout: Any, stderr: Any) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "adswitch.cli", "conformance", *args],
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+def _closed_pipe() -> int:
+    """The write end of a pipe whose reader is already gone (``| head`` after its lines)."""
+    read, write = os.pipe()
+    os.close(read)
+    return write
+
+
+def test_list_into_a_closed_pipe_exits_quietly() -> None:
+    write = _closed_pipe()
+    try:
+        process = _cli("--list", stdout=write, stderr=subprocess.PIPE)
+    finally:
+        os.close(write)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert err == ""  # no BrokenPipeError traceback
+
+
+def test_run_into_a_closed_pipe_finishes_and_writes_its_report(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    write = _closed_pipe()
+    try:
+        process = _cli(
+            "--backend", "tape", "-k", "basics.exp_log", "--json", str(report),
+            stdout=write, stderr=subprocess.PIPE,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err and "tape ." in err
+    assert json.loads(report.read_text())["records"][0]["outcome"] == "pass"
+
+
+def test_progress_into_a_closed_pipe_still_prints_the_matrix() -> None:
+    write = _closed_pipe()
+    try:
+        process = _cli(
+            "--backend", "tape", "-k", "basics.exp_log", stdout=subprocess.PIPE, stderr=write
+        )
+    finally:
+        os.close(write)
+    out, _ = process.communicate(timeout=120)
+    assert process.returncode == 0
+    assert "| `basics.exp_log` | basics | pass |" in out
 
 
 def test_default_runs_every_available_engine(

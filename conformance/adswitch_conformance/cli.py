@@ -3,26 +3,50 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import TextIO
 
 from .case import Case
 from .cases import catalogue
 from .report import matrix_markdown, summary_markdown, totals, write_json
-from .runner import ERROR, WRONG, Record, run_suite
+from .runner import ERROR, PASS, UNSUPPORTED, WRONG, Record, run_suite
 
 __all__ = ["main", "select_cases"]
 
-_MARK = {"pass": ".", "unsupported": "u", "WRONG": "W", "ERROR": "E"}
+_MARK = {PASS: ".", UNSUPPORTED: "u", WRONG: "W", ERROR: "E"}
+LEGEND = (
+    "progress: . pass  u unsupported (declared, refused with an AdswitchError)  W WRONG  E ERROR"
+)
+USAGE_ERROR = 2
+
+# argparse prints these as they are: plain text, no reStructuredText markup.
+_DESCRIPTION = """\
+Run adswitch's conformance cases on engines and print the matrix (Markdown) on
+stdout; progress and failures go to stderr."""
+_EPILOG = f"""outcomes:
+  pass         the engine gave the reference result
+  unsupported  the case needs a capability the engine declares it lacks, and the
+               engine refused it with an AdswitchError
+  WRONG        a result that differs from the reference
+  ERROR        any other failure
+
+{LEGEND}
+
+exit status: 0 when no run is WRONG or ERROR, 1 otherwise, 2 on a usage error
+(an unknown or unavailable engine, no case matching -k: nothing is run).
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="adswitch conformance",
-        description="Run adswitch's conformance cases on engines. Outcomes: pass, "
-        "unsupported (declared and refused with an AdswitchError), WRONG, ERROR. "
-        "Exit status 1 on any WRONG or ERROR.",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--backend",
@@ -40,6 +64,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stream:
+    """stdout or stderr that survives its reader going away (``... | head``): once the pipe
+    is broken, further output is dropped and the run goes on (reports still get written,
+    the exit status still tells)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> None:
+        if self.broken:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except BrokenPipeError:
+            self.broken = True
+            _silence(self.stream)
+
+
+def _silence(stream: TextIO) -> None:
+    # What is left in the stream's buffer would fail again when Python flushes it at
+    # exit, printing a traceback: point the descriptor at os.devnull instead.
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (captured by a test)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def select_cases(keyword: str | None) -> list[Case]:
     """The catalogue, filtered by a substring of the case id.
 
@@ -52,21 +108,48 @@ def select_cases(keyword: str | None) -> list[Case]:
 
 
 def _engines(requested: Sequence[str]) -> tuple[list[str], dict[str, str], list[str]]:
-    """(engines to run, versions, problems with the request)."""
+    """(engines to run, their versions, why the request cannot be run)."""
     import adswitch as ad
 
     infos = {info.name: info for info in ad.backends()}
+    available = sorted(name for name, info in infos.items() if info.available)
     if not requested:
-        names = [name for name, info in infos.items() if info.available]
-        return names, {n: infos[n].version or "" for n in names}, []
+        return available, {n: infos[n].version or "" for n in available}, []
     problems = []
-    for name in requested:
+    for name in dict.fromkeys(requested):
         if name not in infos:
-            problems.append(f"unknown engine {name!r}; installed: {', '.join(sorted(infos))}")
+            problems.append(f"unknown engine {name!r}{_did_you_mean(name, sorted(infos))}")
         elif not infos[name].available:
             problems.append(f"engine {name!r} is unavailable: {infos[name].reason}")
+    if problems:
+        listing = "installed engines: " + (", ".join(map(repr, available)) or "none")
+        missing = sorted(set(infos) - set(available))
+        if missing:
+            listing += f" (found but not installed: {', '.join(map(repr, missing))})"
+        return [], {}, [*problems, listing]
     names = list(dict.fromkeys(requested))
-    return names, {n: (infos[n].version or "") if n in infos else "" for n in names}, problems
+    return names, {n: infos[n].version or "" for n in names}, []
+
+
+# Other names users reach for, by the engine they mean.
+_ALIASES = {"pytorch": "torch", "jaxlib": "jax", "hips": "autograd", "numpy": "tape"}
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    """``" (did you mean 'torch'?)"`` for a near miss (``Torch``, ``pytorch``), else ``""``.
+
+    Example:
+        >>> _did_you_mean("pytorch", ["jax", "tape", "torch"])
+        " (did you mean 'torch'?)"
+        >>> _did_you_mean("nosuch", ["jax", "tape", "torch"])
+        ''
+    """
+    lowered = name.lower()
+    guess = lowered if lowered in known else _ALIASES.get(lowered)
+    if guess not in known:
+        close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    return f" (did you mean {guess!r}?)" if guess else ""
 
 
 def main(argv: list[str]) -> int:
@@ -76,7 +159,8 @@ def main(argv: list[str]) -> int:
         argv: the arguments after ``adswitch conformance``.
 
     Returns:
-        0 when no (engine, case) is WRONG or ERROR, 1 otherwise, 2 on a usage error.
+        0 when no (engine, case) is WRONG or ERROR, 1 otherwise, 2 on a usage error
+        (an unknown or unavailable engine, or no case matching ``-k``; nothing is run).
 
     Example:
         >>> main(["--list", "-k", "seed003_log"])  # doctest: +ELLIPSIS
@@ -84,48 +168,49 @@ def main(argv: list[str]) -> int:
         0
     """
     args = _parser().parse_args(argv)
+    out, err = _Stream(sys.stdout), _Stream(sys.stderr)
     cases = select_cases(args.keyword)
     if args.list:
         for case in cases:
-            print(f"{case.id}  [{case.family}] {case.description}")
+            out.write(f"{case.id}  [{case.family}] {case.description}\n")
         return 0
     if not cases:
-        print(f"no case id contains {args.keyword!r}", file=sys.stderr)
-        return 2
+        err.write(f"adswitch conformance: no case id contains {args.keyword!r}\n")
+        return USAGE_ERROR
     names, versions, problems = _engines(args.backend)
     for problem in problems:
-        print(f"adswitch conformance: {problem}", file=sys.stderr)
+        err.write(f"adswitch conformance: {problem}\n")
+    if problems:
+        return USAGE_ERROR
     if not names:
-        print("adswitch conformance: no engine available", file=sys.stderr)
+        err.write("adswitch conformance: no engine available\n")
         return 1
     started = time.perf_counter()
     current: list[str] = []
+    err.write(LEGEND + "\n")
 
     def progress(record: Record) -> None:
         if not current or current[-1] != record.backend:
             if current:
-                sys.stderr.write("\n")
+                err.write("\n")
             current.append(record.backend)
-            sys.stderr.write(f"{record.backend:>10} ")
-        sys.stderr.write(_MARK.get(record.outcome, "?"))
-        sys.stderr.flush()
+            err.write(f"{record.backend:>10} ")
+        err.write(_MARK.get(record.outcome, "?"))
 
     records = run_suite(cases, names, progress=progress)
-    sys.stderr.write(f"\n{len(records)} runs in {time.perf_counter() - started:.1f} s\n")
+    err.write(f"\n{len(records)} runs in {time.perf_counter() - started:.1f} s\n")
     for record in records:
         if record.outcome in (WRONG, ERROR):
-            sys.stderr.write(
-                f"  {record.outcome} {record.backend} {record.case}: {record.message}\n"
-            )
+            err.write(f"  {record.outcome} {record.backend} {record.case}: {record.message}\n")
     table = summary_markdown(records, cases) + "\n" + matrix_markdown(records, cases, versions)
-    sys.stdout.write(table)
     if args.json:
         write_json(args.json, records, versions)
     if args.markdown:
         with open(args.markdown, "w") as handle:
             handle.write(table)
+    out.write(table)
     bad = sum(totals(records, n)[WRONG] + totals(records, n)[ERROR] for n in names)
-    return 1 if bad or problems else 0
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

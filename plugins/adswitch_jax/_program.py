@@ -15,6 +15,7 @@ import numpy as np
 
 from adswitch.spec import LossFn
 from adswitch_jax._inplace import watching
+from adswitch_jax._nnx import record, refuse_lost_writes
 
 __all__ = ["ArrayImpl", "NUMERIC", "Trace", "eager", "finish", "forward", "make_program"]
 
@@ -105,8 +106,9 @@ def make_program(
             vals = list(full)
             for i, v in zip(act, act_values):
                 vals[i] = v
-            with watching(numpy_semantics, [vals[i] for i in arrays_at]):
+            with watching(numpy_semantics, [vals[i] for i in arrays_at]), record() as rebuilt:
                 loss, outs = fn(vals)
+            refuse_lost_writes(rebuilt, outs)
             slots: list[int] = []
             arrays: list[Any] = []
             aux_types: list[str] = []
@@ -148,7 +150,9 @@ def jax_values(leaves: Sequence[Any], active: Sequence[bool]) -> list[Any]:
 
 def forward(fn: LossFn, leaves: Sequence[Any], active: Sequence[bool]) -> list[Any]:
     """``f``'s output leaves from one plain eager call (no differentiation)."""
-    _, outs = fn(jax_values(leaves, active))
+    with record() as rebuilt:
+        _, outs = fn(jax_values(leaves, active))
+    refuse_lost_writes(rebuilt, outs)
     return list(outs)
 
 
@@ -168,8 +172,9 @@ def eager(
         full = list(vals)
         for i, v in zip(act, act_values):
             full[i] = v
-        with watching(numpy_semantics, [full[i] for i in arrays_at]):
+        with watching(numpy_semantics, [full[i] for i in arrays_at]), record() as rebuilt:
             loss, outs = fn(full)
+        refuse_lost_writes(rebuilt, outs)
         return as_loss(loss), list(outs)
 
     (_, outs), grads = jax.value_and_grad(loss_of, has_aux=True)(tuple(vals[i] for i in act))

@@ -24,6 +24,10 @@ What it does:
       second order, Hessian-vector products and deeper work.
     * numpy in gives numpy out (writable copies); jax arrays in give jax arrays out, on
       their devices and with their shardings.
+    * **jax pytrees are trees** (:meth:`JaxBackend.tree_node`): a class registered with
+      ``jax.tree_util``, an equinox or flax ``nnx`` module, is taken apart as jax takes it
+      apart -- children differentiated, static (aux) data kept, the gradient rebuilt by
+      jax's unflatten (what ``jax.grad`` returns; ``eqx.apply_updates`` accepts it).
 
 Limitations:
     * **Mutation:** jax arrays are immutable. ``x[i] = v`` inside ``f`` (on an argument or
@@ -47,6 +51,12 @@ Limitations:
       the returned gradient, or pass numpy arrays with numpy shadows.
     * Constant (non-array) leaves are part of the cache key by value; an unhashable one
       makes the call eager (warned once).
+    * **flax nnx state:** ``f`` gets a copy of each module rebuilt from its leaves (as under
+      ``jax.grad``), so a write into an ``nnx`` Variable (BatchNorm statistics, an ``Rngs``
+      counter) would be lost: ``MutationError``, unless ``f`` returns the value written
+      (``nnx.state(m, nnx.Not(nnx.Param))`` among its outputs; ``nnx.update`` it back). An
+      ``nnx`` module made with ``pytree=False`` is an ``ActivityError`` naming
+      ``nnx.split``/``nnx.merge``.
 
 Example:
     >>> import numpy as np, adswitch as ad
@@ -73,6 +83,8 @@ from adswitch.spec import (
     LossFn,
     hookimpl,
 )
+from adswitch_jax._pytrees import TreeNode
+from adswitch_jax._pytrees import tree_node as _jax_tree_node
 
 __all__ = ["JaxBackend", "adswitch_backend"]
 
@@ -152,6 +164,20 @@ class JaxBackend(BackendBase):
     def may_alias(self, a: Any, b: Any) -> bool:
         # jax arrays are immutable values: two of them never alias in a way that matters.
         return super().may_alias(a, b)
+
+    def tree_node(self, cls: type) -> TreeNode | None:
+        """How the tree walker takes ``cls`` apart when it is a jax pytree node (a class
+        registered with ``jax.tree_util``, an equinox or flax ``nnx`` module), else ``None``.
+
+        Its children are differentiated, its static (aux) data stays in the structure, and
+        its gradient is rebuilt by jax's own unflatten, as ``jax.grad`` returns it. Needs
+        no jax import: without jax imported no class can be registered with it.
+
+        Example:
+            >>> JaxBackend().tree_node(float) is None
+            True
+        """
+        return _jax_tree_node(cls)
 
 
 @hookimpl
