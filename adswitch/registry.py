@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, cast
@@ -248,7 +249,17 @@ class Registry:
                 self._trees_registered.add(backend.name)
                 backend.register_trees(trees.register_tree)
                 registered = True
-        return registered
+        if registered:
+            return True
+        self._ensure_loaded()
+        for backend in list(self._backends.values()):
+            # Only engines already imported: no class can be registered with another.
+            if any(module in sys.modules for module in backend.array_modules):
+                node = getattr(backend, "tree_node", _no_tree_node)(cls)
+                if node is not None:
+                    trees.register_tree(cls, *node)
+                    return True
+        return False
 
 
 # Other names users reach for, by the engine they mean.
@@ -270,6 +281,10 @@ def did_you_mean(name: str, names: list[str]) -> str:
         return f" (did you mean {alias!r}?)"
     close = difflib.get_close_matches(lowered, names, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _no_tree_node(cls: type) -> None:
+    return None  # an engine written before Backend.tree_node existed
 
 
 _UNKNOWN = object()

@@ -85,6 +85,7 @@ __all__ = [
     "OutputFn",
     "Pullback",
     "SeedFn",
+    "TreeNode",
     "Backend",
     "BackendBase",
     "EngineLoader",
@@ -197,6 +198,10 @@ class LossFn(Protocol):
     def reuse(self, structure: Hashable, /) -> None:
         """Declare that this call's outputs have ``structure`` (``fn`` was not called)."""
         ...
+
+
+TreeNode = tuple[Callable[[Any], tuple[Any, Hashable]], Callable[[Hashable, Any], Any]]
+"""``(flatten, unflatten)``, as :func:`adswitch.register_tree` takes them."""
 
 
 class OutputFn(Protocol):
@@ -395,6 +400,16 @@ class Backend(Protocol):
         an unknown type from one of ``array_modules``."""
         ...
 
+    def tree_node(self, cls: type) -> TreeNode | None:
+        """How to take apart ``cls``, a type the tree walker does not know, when this
+        engine's own tree registry takes it for a container (jax: a class registered with
+        ``jax.tree_util``, an equinox or flax module), as ``(flatten, unflatten)`` for
+        :func:`adswitch.register_tree`; ``None`` leaves ``cls`` to the walker. Asked once
+        per type, before the walker's namedtuple and dataclass rules, and only while one
+        of ``array_modules`` is imported (no class can be registered with an engine that
+        is not); must not import the engine."""
+        ...
+
 
 class BackendBase:
     """Defaults for a :class:`Backend`: numpy arrays, CPU, nothing to register.
@@ -475,6 +490,9 @@ class BackendBase:
         return False
 
     def register_trees(self, register: Callable[..., None]) -> None:
+        return None
+
+    def tree_node(self, cls: type) -> TreeNode | None:
         return None
 
     def __repr__(self) -> str:

@@ -183,12 +183,14 @@ def _resolve(cls: type) -> _Handler:
             handler = _REGISTERED[base]
             break
     else:
+        # Engines first: a dataclass an engine registers (an equinox module) keeps its
+        # static fields out of the children only as the engine takes it apart.
+        if any(hook(cls) for hook in UNKNOWN_TYPE_HOOKS):
+            return _resolve(cls)
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             handler = _namedtuple_handler(cls)
         elif dataclasses.is_dataclass(cls):
             handler = _dataclass_handler(cls)
-        elif any(hook(cls) for hook in UNKNOWN_TYPE_HOOKS):
-            return _resolve(cls)
         else:
             handler = _LEAF
     _HANDLERS[cls] = handler

@@ -5,17 +5,12 @@ Oracles: ``jax.grad``, ``eqx.filter_grad``, ``nnx.grad`` (and an ``nnx.Optimizer
 driven by ``nnx.grad``'s gradient).
 
 The walker learns jax's pytree nodes from :meth:`JaxBackend.tree_node`, which the front
-end is to ask for every type it does not know (the hook proposed in issue 12). Until the
-front end has it, the ``jax_trees`` fixture hands the engine's answer to
-``ad.register_tree`` for the classes of each test -- the same flatten and unflatten, so
-the tests check the engine's side either way; ``test_walker_asks_jax_unprompted`` checks
-the front end's side and is expected to fail while the hook is missing.
+end asks (``Backend.tree_node``) for every type it does not know.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,29 +28,11 @@ from adswitch_jax.plugin import JaxBackend  # noqa: E402
 
 import adswitch as ad  # noqa: E402
 from adswitch.errors import ActivityError, MutationError, UnsupportedError  # noqa: E402
-from adswitch.spec import BackendBase  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::adswitch_jax.notices.JaxFallbackWarning",
     "ignore::DeprecationWarning",  # flax's own notices about its API
 )
-
-FRONT_END_ASKS = hasattr(BackendBase, "tree_node")
-
-
-@pytest.fixture
-def jax_trees() -> Callable[..., None]:
-    """``teach(*classes)``: make the walker take ``classes`` apart as jax does."""
-
-    def teach(*classes: type) -> None:
-        if FRONT_END_ASKS:
-            return  # the walker asks the engine itself
-        for cls in classes:
-            node = JaxBackend().tree_node(cls)
-            assert node is not None, cls
-            ad.register_tree(cls, *node)
-
-    return teach
 
 
 def assert_trees_close(got: Any, want: Any, rtol: float = 1e-5, atol: float = 1e-6) -> None:
@@ -92,10 +69,7 @@ def scaled_loss(s: Scaled, x: Any) -> Any:
 
 
 @pytest.mark.parametrize("kind", ["jax", "numpy"])
-def test_registered_pytree_is_differentiated_with_aux_kept(
-    jax_trees: Callable[..., None], kind: str
-) -> None:
-    jax_trees(Scaled)
+def test_registered_pytree_is_differentiated_with_aux_kept(kind: str) -> None:
     w, x = np.linspace(-1.0, 1.0, 4), np.linspace(0.5, 2.0, 4)
     if kind == "jax":
         w, x = jnp.asarray(w), jnp.asarray(x)
@@ -110,10 +84,7 @@ def test_registered_pytree_is_differentiated_with_aux_kept(
     np.testing.assert_allclose(np.asarray(gx), want_x, rtol=1e-6)
 
 
-def test_registered_pytree_alone_is_not_an_activity_error(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(Scaled)
+def test_registered_pytree_alone_is_not_an_activity_error() -> None:
     s = Scaled(jnp.array([0.3, -0.2]), "only", 2)
     (g,) = ad.gradient(lambda s: scaled_loss(s, 1.0), s, backend="jax")
     np.testing.assert_allclose(g.w, jax.grad(lambda s: scaled_loss(s, 1.0))(s).w, rtol=1e-6)
@@ -128,18 +99,14 @@ class Affine:
     name: str = field(default="affine", metadata={"static": True})
 
 
-def test_registered_dataclass_keeps_its_static_field_out_of_the_children(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(Affine)
+def test_registered_dataclass_keeps_its_static_field_out_of_the_children() -> None:
     a = Affine(jnp.array([1.0, 2.0]), "mine")
     (g,) = ad.gradient(lambda a: jnp.sum(a.scale**2), a, backend="jax")
     assert type(g) is Affine and g.name == "mine"  # the walker's dataclass rule gives None
     np.testing.assert_allclose(g.scale, [2.0, 4.0])
 
 
-def test_key_paths_follow_jax_keys(jax_trees: Callable[..., None]) -> None:
-    jax_trees(Affine, Scaled)
+def test_key_paths_follow_jax_keys() -> None:
     with pytest.raises(UnsupportedError, match=r"args\[0\]\.scale"):
         ad.gradient(lambda a: jnp.sum(jnp.abs(a.scale)), Affine(jnp.ones(2, complex), "c"))
     with pytest.raises(UnsupportedError, match=r"args\[0\]\[0\]"):  # no keys registered
@@ -150,19 +117,13 @@ class UnregisteredScaled(Scaled):
     """A subclass jax has no registration for: to jax it is a leaf."""
 
 
-def test_unregistered_subclass_of_a_registered_class_is_a_clear_error(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(UnregisteredScaled)
+def test_unregistered_subclass_of_a_registered_class_is_a_clear_error() -> None:
     s = UnregisteredScaled(jnp.ones(2), "sub", 1)
     with pytest.raises(ActivityError, match="register_pytree_node"):
         ad.gradient(scaled_loss, s, jnp.ones(2), backend="jax")
 
 
-def test_repeat_calls_with_new_objects_reuse_one_program(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(Scaled)
+def test_repeat_calls_with_new_objects_reuse_one_program() -> None:
     _engine.reset()
     for scale in (1.0, 2.0, 3.0):
         ad.gradient(scaled_loss, Scaled(scale * jnp.ones(3), "a", 2), jnp.ones(3), backend="jax")
@@ -180,10 +141,7 @@ def mlp_loss(model: Any, x: Any) -> Any:
     return jnp.sum(jnp.tanh(model(x)) ** 2)
 
 
-def test_equinox_gradient_is_the_module_filter_grad_gives(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(eqx.Module)
+def test_equinox_gradient_is_the_module_filter_grad_gives() -> None:
     model = eqx.nn.MLP(3, 2, 5, 2, key=jax.random.PRNGKey(0))  # activation fields, static ints
     x = jnp.array([0.3, -1.2, 0.8])
     grads, _ = ad.gradient(mlp_loss, model, x, backend="jax")
@@ -209,8 +167,7 @@ class Counted(eqx.Module):
         return jnp.sum(self.weight * x) * self.steps
 
 
-def test_equinox_integer_and_static_fields(jax_trees: Callable[..., None]) -> None:
-    jax_trees(eqx.Module)
+def test_equinox_integer_and_static_fields() -> None:
     m = Counted(jnp.array([1.0, -2.0]), jnp.array(3), "counted")
     x = jnp.array([0.5, 4.0])
     (g,) = ad.gradient(lambda m: m(x), m, backend="jax")
@@ -220,10 +177,7 @@ def test_equinox_integer_and_static_fields(jax_trees: Callable[..., None]) -> No
     assert eqx.apply_updates(m, g).tag == "counted"
 
 
-def test_equinox_module_as_duplicated_with_numpy_shadow(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(eqx.Module)
+def test_equinox_module_as_duplicated_with_numpy_shadow() -> None:
     m = Counted(np.array([1.0, -2.0]), np.array(3), "np")
     x = np.array([0.5, 4.0])
     shadow = ad.Duplicated(m)
@@ -243,8 +197,7 @@ def params_of(model_or_state: Any) -> Any:
     return nnx.as_pure(nnx.state(model_or_state, nnx.Param))
 
 
-def test_nnx_module_gradient_matches_nnx_grad(jax_trees: Callable[..., None]) -> None:
-    jax_trees(nnx.Pytree, nnx.Variable)
+def test_nnx_module_gradient_matches_nnx_grad() -> None:
     model = nnx.Linear(3, 2, rngs=nnx.Rngs(0))
     x = jnp.array([[0.2, -0.4, 1.0], [1.5, 0.1, -0.3]])
     grads, _ = ad.gradient(linear_loss, model, x, backend="jax")
@@ -265,8 +218,7 @@ class Block(nnx.Module):
         return self.out(nnx.relu(self.dense(x)))
 
 
-def test_nnx_optimizer_step_with_adswitch_gradient(jax_trees: Callable[..., None]) -> None:
-    jax_trees(nnx.Pytree, nnx.Variable)
+def test_nnx_optimizer_step_with_adswitch_gradient() -> None:
     x = jnp.array([[0.2, -0.4, 1.0], [1.5, 0.1, -0.3]])
     ours, theirs = Block(nnx.Rngs(1)), Block(nnx.Rngs(1))
     opt_ours = nnx.Optimizer(ours, optax.adam(1e-2), wrt=nnx.Param)
@@ -296,10 +248,7 @@ X3 = jnp.array([[0.2, -0.4, 1.0], [1.5, 0.1, -0.3], [0.0, 1.0, 2.0]])
 
 @pytest.mark.parametrize("entry", ["gradient", "withgradient"])
 @pytest.mark.parametrize("dropout", [0.0, 0.5])
-def test_nnx_writes_into_variables_are_refused_not_lost(
-    jax_trees: Callable[..., None], entry: str, dropout: float
-) -> None:
-    jax_trees(nnx.Pytree, nnx.Variable)
+def test_nnx_writes_into_variables_are_refused_not_lost(entry: str, dropout: float) -> None:
     model = Normed(nnx.Rngs(0), dropout)
     before = jax.tree_util.tree_leaves(nnx.state(model))
     with pytest.raises(MutationError, match=r"nnx\.update\(model, state\)"):
@@ -308,10 +257,7 @@ def test_nnx_writes_into_variables_are_refused_not_lost(
     assert all(a is b for a, b in zip(after, before))  # the caller's module as it was
 
 
-def test_nnx_state_returned_and_put_back_matches_nnx_grad(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(nnx.Pytree, nnx.Variable, nnx.State)
+def test_nnx_state_returned_and_put_back_matches_nnx_grad() -> None:
     ours, theirs = Normed(nnx.Rngs(0), 0.5), Normed(nnx.Rngs(0), 0.5)
 
     def with_state(m: Any, x: Any) -> Any:
@@ -333,17 +279,13 @@ class GraphOnly(nnx.Module, pytree=False):
         return self.dense(x)
 
 
-def test_nnx_graph_module_error_names_split_and_merge_which_work(
-    jax_trees: Callable[..., None],
-) -> None:
-    jax_trees(nnx.Pytree, nnx.Variable)
+def test_nnx_graph_module_error_names_split_and_merge_which_work() -> None:
     model = GraphOnly(nnx.Rngs(0))
     x = jnp.array([0.5, -1.0, 2.0])
     with pytest.raises(ActivityError, match=r"nnx\.split\(model\)") as caught:
         ad.gradient(linear_loss, model, x, backend="jax")
     assert "pytree=False" in str(caught.value)
     graphdef, state = nnx.split(model)
-    jax_trees(type(state))
     (g, _) = ad.gradient(lambda s, x: linear_loss(nnx.merge(graphdef, s), x), state, x)
     assert_trees_close(params_of(g), params_of(nnx.grad(linear_loss)(model, x)))
 
@@ -377,11 +319,6 @@ def test_unflatten_keeps_none_children() -> None:
     assert type(rebuilt) is Scaled and rebuilt.w is None and rebuilt.label == "none"
 
 
-@pytest.mark.xfail(
-    not FRONT_END_ASKS,
-    strict=True,
-    reason="front end does not ask engines about unknown types yet (issue 12 hook)",
-)
 def test_walker_asks_jax_unprompted() -> None:
     class Fresh:
         def __init__(self, w: Any) -> None:

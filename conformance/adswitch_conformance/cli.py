@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import TextIO
+
+from adswitch.registry import did_you_mean
 
 from .case import Case
 from .cases import catalogue
@@ -118,7 +119,7 @@ def _engines(requested: Sequence[str]) -> tuple[list[str], dict[str, str], list[
     problems = []
     for name in dict.fromkeys(requested):
         if name not in infos:
-            problems.append(f"unknown engine {name!r}{_did_you_mean(name, sorted(infos))}")
+            problems.append(f"unknown engine {name!r}{did_you_mean(name, sorted(infos))}")
         elif not infos[name].available:
             problems.append(f"engine {name!r} is unavailable: {infos[name].reason}")
     if problems:
@@ -132,24 +133,6 @@ def _engines(requested: Sequence[str]) -> tuple[list[str], dict[str, str], list[
 
 
 # Other names users reach for, by the engine they mean.
-_ALIASES = {"pytorch": "torch", "jaxlib": "jax", "hips": "autograd", "numpy": "tape"}
-
-
-def _did_you_mean(name: str, known: list[str]) -> str:
-    """``" (did you mean 'torch'?)"`` for a near miss (``Torch``, ``pytorch``), else ``""``.
-
-    Example:
-        >>> _did_you_mean("pytorch", ["jax", "tape", "torch"])
-        " (did you mean 'torch'?)"
-        >>> _did_you_mean("nosuch", ["jax", "tape", "torch"])
-        ''
-    """
-    lowered = name.lower()
-    guess = lowered if lowered in known else _ALIASES.get(lowered)
-    if guess not in known:
-        close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
-        guess = close[0] if close else None
-    return f" (did you mean {guess!r}?)" if guess else ""
 
 
 def main(argv: list[str]) -> int:
