@@ -32,6 +32,7 @@ class Started(NamedTuple):
     plan: Plan
     engine: Backend
     depth: int  # differentiations on this engine enclosing the call
+    prepared: dict[Hashable, Any] | None = None  # the engine's slot of a prepared call
 
     def info(self, f: Callable[..., Any], entry: str, extra: Hashable = None) -> CallInfo:
         """The call's :class:`CallInfo`; ``extra`` (hashable) distinguishes compiled
@@ -40,7 +41,10 @@ class Started(NamedTuple):
         if self.engine.capabilities.compiles:
             base = keys.cache_key(self.plan, f)
             cache_key = None if base is None else (base if extra is None else (base, extra))
-        return CallInfo(self.depth, cache_key, entry, f)
+        prepared = self.prepared
+        if prepared is not None and extra is not None:
+            prepared = prepared.setdefault(extra, {})  # one slot per primitive program
+        return CallInfo(self.depth, cache_key, entry, f, False, prepared)
 
 
 def start(
@@ -109,7 +113,7 @@ def run_gradient(
     started: Started, f: Callable[..., Any], zero: bool, entry: str
 ) -> tuple[Any, tuple[Any, ...]]:
     """:func:`differentiate` on a started call (also the run of a prepared one)."""
-    plan, engine, depth = started
+    plan, engine, depth, _ = started
     fn = LossFunction(f, plan)
     info = started.info(f, entry)
     token = selection.current_calls.set((*selection.current_calls.get(), engine))

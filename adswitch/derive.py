@@ -161,6 +161,8 @@ class _Looped:
 def _vjp_by_apply(
     engine: Backend, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
 ) -> tuple[list[Any], Pullback]:
+    # The seeds below are values, which a compiled program must not bake in: no keys.
+    info = info._replace(cache_key=None, prepared=None)
     out, _ = engine.vjp_apply(fn, leaves, active, _zeros_seed, info._replace(batched=False))
 
     def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
@@ -205,7 +207,7 @@ def _vjp_by_gradients(
         # The loss bakes the cotangents in: a compiled program of it must not be reused.
         return engine.value_and_grad(_RawLoss(loss_fn, fn), leaves, active, unkeyed)
 
-    unkeyed = info._replace(cache_key=None)
+    unkeyed = info._replace(cache_key=None, prepared=None)
     out, _ = grads_of(None)
 
     def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:

@@ -64,7 +64,7 @@ def run_jvp(
     started: Started, f: Callable[..., Any], tangents: Any, has_aux: bool
 ) -> tuple[Any, ...]:
     """:func:`jvp` on a started call (also the run of a prepared one)."""
-    plan, engine, depth = started
+    plan, engine, depth, _ = started
     per_leaf = tangents_per_leaf(plan, tangents)
     fn = OutputFunction(f, plan, has_aux, "jvp")
     info = started.info(f, "jvp", ("jvp", has_aux))

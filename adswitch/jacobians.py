@@ -76,7 +76,7 @@ def jacobian(
 
 def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bool) -> Any:
     """:func:`jacobian` on a started call (also the run of a prepared one)."""
-    plan, engine, depth = started
+    plan, engine, depth, _ = started
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     info = started.info(f, "jacobian", ("jacobian", has_aux))
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]

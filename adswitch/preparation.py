@@ -14,7 +14,7 @@ A prepared call holds no per-call state, so several threads may call it at once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,7 +116,17 @@ def _primals(name: str, args: Sequence[Any], split: bool) -> tuple[Any, ...]:
 class Prepared:
     """A prepared operator call (see :func:`prepare`)."""
 
-    __slots__ = ("_depth", "_engine", "_f", "_kwargs", "_name", "_plan", "_signature", "_split")
+    __slots__ = (
+        "_depth",
+        "_engine",
+        "_f",
+        "_kwargs",
+        "_name",
+        "_plan",
+        "_signature",
+        "_slot",
+        "_split",
+    )
 
     def __init__(
         self,
@@ -134,6 +144,7 @@ class Prepared:
         self._depth = started.depth
         self._plan = started.plan.structure()
         self._signature = [_signature(leaf) for leaf in started.plan.leaves]
+        self._slot: dict[Hashable, Any] = {}  # what the engine keeps for calls of this structure
 
     def __call__(self, *args: Any) -> Any:
         name, kw = self._name, self._kwargs
@@ -148,7 +159,7 @@ class Prepared:
             primals, tangents = tuple(args[0]), args[1]
         else:
             primals = args
-        started = Started(self._rebind(primals), self._engine, self._depth)
+        started = Started(self._rebind(primals), self._engine, self._depth, self._slot)
         f = self._f
         if name == "gradient":
             return run_gradient(started, f, kw["zero"], "gradient")[1]

@@ -108,7 +108,7 @@ def vjp(
 
 def run_vjp(started: Started, f: Callable[..., Any], has_aux: bool, zero: bool) -> tuple[Any, ...]:
     """:func:`vjp` on a started call (also the run of a prepared one)."""
-    plan, engine, depth = started
+    plan, engine, depth, _ = started
     fn = OutputFunction(f, plan, has_aux, "vjp")
     info = started.info(f, "vjp", ("vjp", has_aux))
     with running(engine):

@@ -99,7 +99,7 @@ def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = N
 
 def run_hessian(started: Started, f: Callable[..., Any]) -> Any:
     """:func:`hessian` on a started call (also the run of a prepared one)."""
-    plan, engine, depth = started
+    plan, engine, depth, _ = started
     strategy = _second_order_strategy(engine, "hessian")
     inner = GradientFunction(engine, f, plan)
     info = started.info(f, "hessian", ("hessian", strategy))._replace(batched=True)
@@ -204,7 +204,7 @@ def hvp(
 
 def run_hvp(started: Started, f: Callable[..., Any], tangents: Any, zero: bool) -> tuple[Any, ...]:
     """:func:`hvp` on a started call (also the run of a prepared one)."""
-    plan, engine, depth = started
+    plan, engine, depth, _ = started
     strategy = _second_order_strategy(engine, "hvp")
     per_leaf = tangents_per_leaf(plan, tangents)
     inner = GradientFunction(engine, f, plan)
@@ -215,10 +215,10 @@ def run_hvp(started: Started, f: Callable[..., Any], tangents: Any, zero: bool) 
             it = iter(out)
             products = [next(it) if a else None for a in plan.active]
         else:
+            # the tangents are values: a pullback takes them (a seed would be baked in)
             cotangents = [t for t, a in zip(per_leaf, plan.active) if a]
-            _, products = derive.vjp_apply(
-                engine, inner, plan.leaves, plan.active, lambda diffs: cotangents, info
-            )
+            _, pullback = derive.vjp(engine, inner, plan.leaves, plan.active, info)
+            products = pullback(cotangents)
     if not depth:
         products = restore_scalar_types(plan, products)
     results = place(plan, products)

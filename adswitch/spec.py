@@ -160,6 +160,13 @@ class CallInfo(NamedTuple):
             in, and to name it in messages). Always set by the front end.
         batched: the tangents of ``jvp`` / the cotangents made by ``vjp_apply``'s seed
             carry a leading batch axis (only sent to engines that declare ``batching``).
+        prepared: for a call of an ``ad.prepare``-d operator, a dict owned by that
+            prepared call in which the engine may keep what it derived for calls of this
+            structure (a compiled program, a recorded trace...); the front end guarantees
+            that every call passing the same dict has the same argument structure, ties,
+            activity, leaf types, shapes, dtypes and devices (values, and the values of
+            non-array leaves, may differ). Calls may come from several threads at once.
+            ``None`` for other calls.
     """
 
     depth: int = 0
@@ -167,6 +174,7 @@ class CallInfo(NamedTuple):
     entry: str = "withgradient"
     func: Callable[..., Any] | None = None
     batched: bool = False
+    prepared: dict[Hashable, Any] | None = None
 
 
 class LossFn(Protocol):
@@ -244,8 +252,11 @@ class Pullback(Protocol):
 
 SeedFn = Callable[[Sequence[Any]], list[Any]]
 """``seed(diff_leaves) -> cotangents`` for :meth:`Backend.vjp_apply`: made from the
-differentiated outputs' shapes and dtypes only (they may be a compiler's abstract
-values); numpy arrays, with a leading batch axis when ``CallInfo.batched``."""
+differentiated outputs' shapes and dtypes only -- never their values, nor anything that
+changes between calls with the same ``CallInfo.cache_key`` -- so a compiling engine may
+call it while tracing and bake the result into its program (identity bases, a unit
+seed). numpy arrays, with a leading batch axis when ``CallInfo.batched``. (Cotangents
+that are values go through :meth:`Backend.vjp`'s pullback instead.)"""
 
 
 class Backend(Protocol):
