@@ -1,11 +1,13 @@
-"""Moving values between the caller's kinds (numpy arrays, Python floats, torch tensors)
-and the tensors torch differentiates, without copies where torch allows."""
+"""Moving values between the caller's kinds (numpy arrays, Python floats, torch tensors,
+jax arrays) and the tensors torch differentiates, without copies where torch allows."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from ._foreign import foreign_kind, to_jax
 
 __all__ = ["tensor_from_numpy", "to_caller_kind", "byte_range"]
 
@@ -64,6 +66,8 @@ def to_caller_kind(torch: Any, value: Any, like: Any, numpy_out: bool) -> Any:
         return like.dtype.type(value.item())
     if isinstance(like, float):
         return type(like)(value.item())
+    if foreign_kind(like) == "jax":
+        return to_jax(torch, value, like)
     return value
 
 
