@@ -57,6 +57,18 @@ def _refusal(call: Any) -> str:
     return "no error"
 
 
+class _Holder(torch.nn.Module):  # type: ignore[misc]
+    """A module holding a DDP module: DDP's average applies to the DDP's parameters."""
+
+    def __init__(self, net: Any) -> None:
+        super().__init__()
+        self.net = net
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+
+    def forward(self, x: Any) -> Any:
+        return self.net(x) * self.scale
+
+
 def _rank_main(rank: int, port: int) -> dict[str, Any]:
     import torch.distributed as dist
     from adswitch_torch import grad_shadow
@@ -140,6 +152,15 @@ def _rank_main(rank: int, port: int) -> dict[str, Any]:
     ad.gradient(_loss, unused, *c, backend="torch")
     pending.backward()
     out["interleaved"], out["interleaved_oracle"] = _grads(unused), expected
+
+    # A DDP inside a module argument: averaged, and its reducer left alone too.
+    holder = _Holder(unused)
+    expected = _oracle(holder, x, y)
+    pending = _loss(holder, x, y)
+    (g, _, _) = ad.gradient(_loss, holder, *c, backend="torch")
+    pending.backward()
+    out["held"], out["held_oracle"] = _values(g), expected
+    out["held_after"] = _grads(holder)
 
     # Refused: the average inside an enclosing differentiation, FSDP, DTensor.
     def penalty(m: Any) -> Any:
@@ -265,6 +286,15 @@ def test_ddp_keeps_working_afterwards(ranks: list[dict[str, Any]]) -> None:
 def test_a_call_between_ddps_forward_and_backward(ranks: list[dict[str, Any]]) -> None:
     for r in ranks:
         _close(r["interleaved"], r["interleaved_oracle"])
+
+
+def test_a_ddp_inside_a_module_argument(ranks: list[dict[str, Any]]) -> None:
+    for r in ranks:
+        _close(r["held"], r["held_oracle"])
+        _close(r["held_after"], r["held_oracle"])
+    # DDP's parameters averaged (equal on both ranks), the holder's own one local
+    assert ranks[0]["held"]["net.module.weight"] == ranks[1]["held"]["net.module.weight"]
+    assert ranks[0]["held"]["scale"] != ranks[1]["held"]["scale"]
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,10 @@ DDP averages gradients over its process group inside ``loss.backward()``, throug
 the parameters' gradient accumulators. adswitch differentiates fresh leaf tensors, so those
 hooks never fire: this module does DDP's part itself.
 
-* A DDP module argument rebuilt inside ``f`` (by the tree walker, as the call starts) is
-  noted with whether DDP synchronises gradients now: ``require_backward_grad_sync`` is
-  ``False`` inside ``model.no_sync()``, and then the gradient stays local, as DDP's.
+* A DDP module argument rebuilt inside ``f`` (by the tree walker, as the call starts), or
+  a DDP inside a module argument, is noted with whether DDP synchronises gradients now:
+  ``require_backward_grad_sync`` is ``False`` inside ``model.no_sync()``, and then the
+  gradient stays local, as DDP's.
 * Calling the view inside ``f`` runs DDP's own forward (buffer broadcast, input placement)
   with gradient sync switched off for that forward only, so DDP's reducer is not told to
   expect a backward pass that never reaches it; a plain ``model(x).backward()`` afterwards
@@ -46,6 +47,7 @@ __all__ = [
     "average",
     "calls",
     "check_sharded",
+    "ddp_parts",
     "is_dtensor",
     "local_forward",
     "note",
@@ -93,15 +95,34 @@ def _synchronised_names(ddp: Any) -> list[str]:
     ]
 
 
-def note(ddp: Any, values: dict[str, Any]) -> None:
-    """Called by the tree walker's unflatten for a DDP module rebuilt from ``values``."""
+def ddp_parts(ddp_type: Any, module: Any, names: Any) -> list[tuple[str, Any]]:
+    """``(name prefix, DDP module)`` for ``module`` itself if it is a DDP, else for each DDP
+    inside it. ``names`` (its trainable parameters' names) rule out most modules at once:
+    a DDP's parameters are named ``<prefix>module.<...>``."""
+    if isinstance(module, ddp_type):
+        return [("", module)]
+    if "module." not in " ".join(names):
+        return []
+    return [(p + ".", m) for p, m in module.named_modules() if isinstance(m, ddp_type)]
+
+
+def note(ddp_type: Any, module: Any, values: dict[str, Any]) -> None:
+    """Called by the tree walker's unflatten for a module rebuilt from ``values``: notes
+    the DDP modules among it (itself or inside) when a call is running."""
     records = calls.records
     if records is None:
         return  # a result or shadow being built, not an argument of a running call
-    sync = bool(ddp.require_backward_grad_sync)
-    if sync:
-        _check_syncable(ddp)
-    records.append(DDPArgument(ddp, sync, values))
+    for prefix, ddp in ddp_parts(ddp_type, module, values):
+        own = values if not prefix else _under(prefix, values)
+        sync = bool(ddp.require_backward_grad_sync)
+        if sync:
+            _check_syncable(ddp)
+        records.append(DDPArgument(ddp, sync, own))
+
+
+def _under(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
+    n = len(prefix)
+    return {name[n:]: v for name, v in values.items() if name.startswith(prefix)}
 
 
 def _check_syncable(ddp: Any) -> None:
@@ -126,17 +147,20 @@ def _check_syncable(ddp: Any) -> None:
 
 
 @contextmanager
-def local_forward(torch: Any, ddp: Any) -> Iterator[None]:
-    """Run DDP's forward without preparing its reducer for a backward pass (as inside
-    ``no_sync``), leaving DDP's flags as its own forward would have left them."""
-    sync = ddp.require_backward_grad_sync
-    ddp.require_backward_grad_sync = False
+def local_forward(torch: Any, ddps: Sequence[Any]) -> Iterator[None]:
+    """Run the forward of the DDP modules ``ddps`` without preparing their reducers for a
+    backward pass (as inside ``no_sync``), leaving DDP's flags as its own forward would."""
+    syncs = [ddp.require_backward_grad_sync for ddp in ddps]
+    for ddp in ddps:
+        ddp.require_backward_grad_sync = False
     try:
         yield
     finally:
-        ddp.require_backward_grad_sync = sync
-        if sync and torch.is_grad_enabled():
-            ddp.require_forward_param_sync = True  # DDP's synced forward sets it
+        grad_mode = torch.is_grad_enabled()
+        for ddp, sync in zip(ddps, syncs, strict=True):
+            ddp.require_backward_grad_sync = sync
+            if sync and grad_mode:
+                ddp.require_forward_param_sync = True  # DDP's synced forward sets it
 
 
 def average(

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._distributed import check_sharded, local_forward, note
+from ._distributed import check_sharded, ddp_parts, local_forward, note
 from ._grads import grad_shadow_of
 
 # ``FunctionalModule`` is served by the module ``__getattr__`` below (built on first use).
@@ -118,8 +118,10 @@ def _build_view_class() -> Any:
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
             module, params = self._view_module, self._view_params
-            if isinstance(module, ddp_type):
-                with local_forward(torch, module):  # DDP's reducer left alone (_distributed)
+            ddps = ddp_parts(ddp_type, module, params)
+            if ddps:
+                # DDP's reducer left alone (_distributed)
+                with local_forward(torch, [ddp for _, ddp in ddps]):
                     return functional_call(module, params, args, kwargs, tie_weights=True)
             return functional_call(module, params, args, kwargs, tie_weights=True)
 
@@ -232,10 +234,9 @@ def _flatten(obj: Any) -> tuple[dict[str, Any], Any]:
 
 
 def _unflatten(aux: Any, children: dict[str, Any]) -> Any:
-    module = aux[0]
-    if isinstance(module, _DDP[0]):
-        note(module, children)  # an argument of a running call: its gradient is averaged
-    return _view_class()(module, children)
+    # DDP modules of a running call's argument are noted: their gradients are averaged.
+    note(_DDP[0], aux[0], children)
+    return _view_class()(aux[0], children)
 
 
 def register_module_trees(register: Callable[..., None]) -> None:
