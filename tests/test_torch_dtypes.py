@@ -57,3 +57,14 @@ def test_numpy_input_keeps_its_dtype(dtype: str) -> None:
     np.testing.assert_allclose(
         g.astype(np.float64), central_fd(f_numpy, x.astype(np.float64)), rtol=tol, atol=tol
     )
+
+
+def test_numpy_bfloat16_input_keeps_its_dtype() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.linspace(-1.5, 2.0, 7).astype(ml_dtypes.bfloat16)
+    val, (g,) = ad.withgradient(lambda x: (f(x), x * 2), x, backend="torch")
+    assert isinstance(g, np.ndarray) and g.dtype == x.dtype
+    assert isinstance(val[1], np.ndarray) and val[1].dtype == x.dtype
+    tol = TOLERANCES["bfloat16"]
+    expected = central_fd(f_numpy, x.astype(np.float64))
+    np.testing.assert_allclose(g.astype(np.float64), expected, rtol=tol, atol=tol)
