@@ -168,6 +168,16 @@ def _rank_main(rank: int, port: int) -> dict[str, Any]:
         return (inner_g["module.weight"] ** 2).sum()
 
     out["nested"] = _refusal(lambda: ad.gradient(penalty, model, backend="torch"))
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    hooked = DDP(torch.nn.Linear(4, 3))
+    hooked.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    out["comm_hook"] = _refusal(lambda: ad.gradient(_loss, hooked, *c, backend="torch"))
+    with hooked.no_sync():  # no reduction, so no hook: the local gradient
+        (g, _, _) = ad.gradient(_loss, hooked, *c, backend="torch")
+        out["comm_hook_local"] = _values(g)
+        _loss(hooked, x, y).backward()
+        out["comm_hook_local_oracle"] = _grads(hooked)
     from torch.distributed.fsdp import FullyShardedDataParallel, fully_shard
     from torch.distributed.tensor import DeviceMesh, Replicate, distribute_tensor
 
@@ -288,6 +298,11 @@ def test_a_call_between_ddps_forward_and_backward(ranks: list[dict[str, Any]]) -
         _close(r["interleaved"], r["interleaved_oracle"])
 
 
+def test_no_sync_with_a_comm_hook_is_local(ranks: list[dict[str, Any]]) -> None:
+    for r in ranks:
+        _close(r["comm_hook_local"], r["comm_hook_local_oracle"])
+
+
 def test_a_ddp_inside_a_module_argument(ranks: list[dict[str, Any]]) -> None:
     for r in ranks:
         _close(r["held"], r["held_oracle"])
@@ -301,6 +316,7 @@ def test_a_ddp_inside_a_module_argument(ranks: list[dict[str, Any]]) -> None:
     ("case", "words"),
     [
         ("nested", "inside another ad.gradient"),
+        ("comm_hook", "communication hook"),
         ("fsdp2", "FSDP modules"),
         ("fsdp1", "FSDP modules"),
         ("dtensor", "DTensor"),
