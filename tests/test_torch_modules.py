@@ -101,14 +101,17 @@ def test_duplicated_with_grad_shadow_feeds_an_optimizer_step() -> None:
     np.testing.assert_allclose(model.bias.detach().numpy(), before["bias"] - 0.1 * 5, rtol=1e-12)
 
 
-def test_duplicated_module_with_default_shadow() -> None:
+def test_duplicated_module_with_default_shadow_fills_grad() -> None:
+    # The default shadow is the parameters' .grad: set once the gradient is written.
     model = nn.Linear(2, 1).double()
     x = torch.ones(3, 2, dtype=torch.float64)
     dup = ad.Duplicated(model)
+    assert model.weight.grad is None  # nothing set before a gradient exists
     ad.gradient(lambda m, x: m(x).sum(), dup, ad.Const(x))
+    # Closed form: d/dW sum(x W^T + b) = column sums of x (3, 3); d/db = batch size.
     assert torch.equal(dup.dval["weight"], torch.full((1, 2), 3.0, dtype=torch.float64))
     assert torch.equal(dup.dval["bias"], torch.full((1,), 3.0, dtype=torch.float64))
-    assert model.weight.grad is None
+    assert dup.dval["weight"] is model.weight.grad and dup.dval["bias"] is model.bias.grad
 
 
 def test_second_order_through_a_module() -> None:

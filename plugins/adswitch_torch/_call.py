@@ -13,9 +13,11 @@ import numpy as np
 from adswitch.errors import UnsupportedError
 from adswitch.spec import CallInfo, LossFn
 
+from . import _distributed
 from ._backward import SEED_POINTERS, GradFn
 from ._convert import tensor_from_numpy, to_caller_kind
 from ._errors import mutated_argument, translate_backward, translate_forward
+from ._foreign import foreign_kind, from_jax, refuse, to_jax
 from ._guard import CallGuard
 
 __all__ = ["differentiate"]
@@ -65,12 +67,21 @@ def differentiate(
     written: list[tuple[Any, Any]] = []  # (input, the copy f received) in copy_saved mode
     versions: list[int] = []
     any_tensor = False
+    any_numpy = False
+    any_jax = False
     plain = True  # every input a plain torch.Tensor: the backward's fast path applies
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, tensor_type):
             any_tensor = True
             if not active[i]:
                 continue
+            if type(leaf) is not tensor_type and _distributed.is_dtensor(leaf):
+                raise UnsupportedError(
+                    f"torch: differentiated leaf #{i} is a DTensor (a sharded or replicated "
+                    f"parameter of torch.distributed); adswitch's torch engine does not "
+                    f"differentiate DTensors. Fix: compute this gradient with torch's own "
+                    f"loss.backward(), or pass local tensors (x.to_local())."
+                )
             if nested and leaf.requires_grad:
                 # A fresh view: attached to the outer graph, but only uses through it
                 # count for this call (no confusion with the outer value in closures).
@@ -78,6 +89,7 @@ def differentiate(
             else:
                 value = leaf.detach().requires_grad_()
         elif isinstance(leaf, np.ndarray):
+            any_numpy = True
             value, shared = tensor_from_numpy(torch, leaf)
             if value is None:
                 if active[i]:
@@ -91,13 +103,23 @@ def differentiate(
                 copies.append((leaf, value))
             if active[i]:
                 value.requires_grad_()
-        elif active[i]:
+        elif isinstance(leaf, (float, np.generic)):
+            if not active[i]:
+                continue
             if isinstance(leaf, np.generic):
                 value = torch.from_numpy(np.array(leaf)).requires_grad_()
             else:
                 value = torch.tensor(leaf, dtype=torch.float64, requires_grad=True)
         else:
-            continue
+            kind = foreign_kind(leaf)
+            if kind is None:
+                continue  # not an array: ints, strings, callables reach f as they are
+            if kind != "jax":
+                raise refuse(kind, i)
+            any_jax = True
+            value = from_jax(torch, leaf, i)
+            if active[i]:
+                value.requires_grad_()
         if active[i]:
             inputs.append(value)
             positions.append(i)
@@ -110,6 +132,10 @@ def differentiate(
         values[i] = value
 
     guard = CallGuard(torch, strict)
+    calls = _distributed.calls  # DDP arguments rebuilt for f note themselves here
+    outer_records = calls.records
+    records: list[_distributed.DDPArgument] = []
+    calls.records = records
     try:
         if copy_saved:
             with torch.autograd.graph.saved_tensors_hooks(_snapshot, _same), guard:
@@ -117,11 +143,13 @@ def differentiate(
         else:
             with guard:  # (an ExitStack for both cases costs 2 µs of a 45 µs call)
                 loss, out = fn(values)
-    except (RuntimeError, TypeError) as exc:
+    except (RuntimeError, TypeError, ValueError) as exc:
         translated = translate_forward(exc)
         if translated is None:
             raise
         raise translated from exc
+    finally:
+        calls.records = outer_records
     for k in range(len(inputs)):
         if inputs[k]._version != versions[k]:
             raise mutated_argument(positions[k])
@@ -135,6 +163,12 @@ def differentiate(
             if translated is None:
                 raise
             raise translated from exc
+    if records:
+        grads = [
+            torch.zeros_like(x, requires_grad=False) if g is None else g
+            for x, g in zip(inputs, grads or [None] * len(inputs), strict=True)
+        ]
+        _distributed.average(torch, records, values, positions, grads, nested)
 
     # Only now that nothing can fail: writes f made reach the caller's arrays, as a
     # plain call would have left them.
@@ -175,7 +209,10 @@ def differentiate(
     if info.entry == "gradient":
         # The caller discards the value: skip making it concrete (the spec allows it).
         return list(out), result
-    outputs = [_concrete(torch, o, values, leaves, nested, any_tensor) for o in out]
+    # Outputs in the caller's kind: torch when any leaf was a tensor, jax when every
+    # array leaf was a jax array, else numpy.
+    kind = "torch" if any_tensor else "jax" if any_jax and not any_numpy else "numpy"
+    outputs = [_concrete(torch, o, values, leaves, nested, kind) for o in out]
     return outputs, result
 
 
@@ -185,7 +222,7 @@ def _concrete(
     values: Sequence[Any],
     leaves: Sequence[Any],
     nested: bool,
-    any_tensor: bool,
+    kind: str,
 ) -> Any:
     if not isinstance(value, torch.Tensor):
         return value
@@ -195,4 +232,6 @@ def _concrete(
             return leaf
     if not nested:
         value = value.detach()
-    return to_caller_kind(torch, value, None, not any_tensor)
+    if kind == "jax" and not value.requires_grad:
+        return to_jax(torch, value, None)
+    return to_caller_kind(torch, value, None, kind == "numpy")

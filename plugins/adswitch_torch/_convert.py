@@ -1,13 +1,18 @@
-"""Moving values between the caller's kinds (numpy arrays, Python floats, torch tensors)
-and the tensors torch differentiates, without copies where torch allows."""
+"""Moving values between the caller's kinds (numpy arrays, Python floats, torch tensors,
+jax arrays) and the tensors torch differentiates, without copies where torch allows."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
-__all__ = ["tensor_from_numpy", "to_caller_kind", "byte_range"]
+from adswitch.errors import UnsupportedError
+
+from ._foreign import foreign_kind, to_jax
+
+__all__ = ["byte_range", "numpy_of", "tensor_from_numpy", "to_caller_kind"]
 
 
 def tensor_from_numpy(torch: Any, array: np.ndarray) -> tuple[Any, bool]:
@@ -22,8 +27,12 @@ def tensor_from_numpy(torch: Any, array: np.ndarray) -> tuple[Any, bool]:
         (strings, objects, datetimes): such leaves reach ``f`` as the numpy arrays they are.
         Read-only arrays are copied (torch tensors are always writable, and a write
         into read-only memory is undefined behaviour); arrays torch cannot view
-        (negative strides, foreign byte order) are copied too.
+        (negative strides, foreign byte order) are copied too. numpy's bfloat16 (the
+        ``ml_dtypes`` extension type) becomes torch's, through an int16 view.
     """
+    if array.dtype.name == "bfloat16" and array.dtype.itemsize == 2:
+        bits, shared = tensor_from_numpy(torch, array.view(np.int16))
+        return bits.view(torch.bfloat16), shared
     if array.flags.writeable:
         try:
             return torch.from_numpy(array), True
@@ -59,12 +68,29 @@ def to_caller_kind(torch: Any, value: Any, like: Any, numpy_out: bool) -> Any:
     if isinstance(like, torch.Tensor):
         return value
     if isinstance(like, np.ndarray) or (like is None and numpy_out):
-        return value.numpy(force=True)
+        return numpy_of(torch, value)
     if isinstance(like, np.generic):
         return like.dtype.type(value.item())
     if isinstance(like, float):
         return type(like)(value.item())
+    if foreign_kind(like) == "jax":
+        return to_jax(torch, value, like)
     return value
+
+
+def numpy_of(torch: Any, value: Any) -> np.ndarray:
+    """A concrete tensor as a numpy array of the same dtype (bfloat16: ``ml_dtypes``')."""
+    if value.dtype is not torch.bfloat16:
+        return value.numpy(force=True)  # type: ignore[no-any-return]
+    ml_dtypes = sys.modules.get("ml_dtypes")
+    if ml_dtypes is None:
+        raise UnsupportedError(
+            "torch: a bfloat16 tensor would be returned as a numpy array, and numpy has no "
+            "bfloat16 without ml_dtypes. Fix: pip install ml_dtypes (and import it), or "
+            "return xp.astype(y, xp.float32)."
+        )
+    bits = value.view(torch.int16).numpy(force=True)
+    return bits.view(ml_dtypes.bfloat16)  # type: ignore[no-any-return]
 
 
 def byte_range(torch: Any, value: Any) -> tuple[str, int, int] | None:

@@ -10,9 +10,11 @@ torch's exception chained. Anything unrecognised is left alone (returns ``None``
 
 from __future__ import annotations
 
+import re
 from types import TracebackType
+from typing import Any
 
-from adswitch.errors import MutationError, UnsupportedError
+from adswitch.errors import AdswitchError, MutationError, UnsupportedError
 from adswitch.spec import user_line as kit_user_line
 
 __all__ = [
@@ -43,8 +45,27 @@ _NUMPY_MARKERS = (
     "'numpy.ndarray' and 'Tensor'",
     "'Tensor' and 'numpy.ndarray'",
 )
-# Frames of adswitch, of this adapter and of torch are bookkeeping, not the user's line.
-_NOT_USER = ("adswitch_torch", "torch")
+# Frames of adswitch, of this adapter, of torch and of numpy are not the user's line.
+_NOT_USER = ("adswitch_torch", "torch", "numpy")
+# numpy names whose Array API (xp) function is spelled differently.
+_XP_NAMES = {
+    "amax": "max",
+    "amin": "min",
+    "absolute": "abs",
+    "around": "round",
+    "concatenate": "concat",
+    "transpose": "permute_dims",
+    "power": "pow",
+    "arccos": "acos",
+    "arcsin": "asin",
+    "arctan": "atan",
+    "arctan2": "atan2",
+    "arccosh": "acosh",
+    "arcsinh": "asinh",
+    "arctanh": "atanh",
+    "linalg.norm": "linalg.vector_norm",
+}
+_NUMPY_CALL = re.compile(r"\b(?:np|numpy)\.([A-Za-z_][\w.]*)\s*\(")
 
 
 def user_line(tb: TracebackType | None) -> str:
@@ -60,7 +81,16 @@ def caller_line() -> str:
 
 def translate_forward(exc: BaseException) -> Exception | None:
     """The adswitch error for a torch error raised while running the user's function."""
+    if isinstance(exc, AdswitchError):
+        return None
     text = str(exc)
+    called = _numpy_function(exc.__traceback__)
+    if called is not None:
+        return _numpy_met_tensor([called], "", exc.__traceback__)
+    if isinstance(exc, RuntimeError) and _NUMPY_MARKERS[0] in text:
+        # a ufunc or a C-level numpy function: no numpy frame says which, the line does
+        line = _numpy_calls_in(user_line(exc.__traceback__))
+        return _numpy_met_tensor(line, "a numpy function on this line, ", exc.__traceback__)
     if isinstance(exc, RuntimeError) and any(m in text for m in _LEAF_MARKERS):
         return MutationError(
             f"torch: in-place write into an argument being differentiated"
@@ -74,14 +104,70 @@ def translate_forward(exc: BaseException) -> Exception | None:
             f"cannot track (torch says: {text.splitlines()[0]}). {_FIX_COPY}{_FIX_MODE}"
         )
     if isinstance(exc, (RuntimeError, TypeError)) and any(m in text for m in _NUMPY_MARKERS):
-        return UnsupportedError(
-            f"torch: a numpy operation met a traced torch tensor"
-            f"{user_line(exc.__traceback__)}; numpy cannot see torch's graph, so the "
-            f"gradient would be lost. Fix: compute with xp = ad.array_namespace(x) instead "
-            f"of np.*, and wrap numpy constants with xp.asarray(c) (no copy) or pass them "
-            f"as ad.Const(c) arguments."
-        )
+        return _numpy_met_tensor([], "", exc.__traceback__)
     return None
+
+
+def _numpy_met_tensor(names: list[str], lead: str, tb: TracebackType | None) -> UnsupportedError:
+    """The error for numpy functions (or operators: ``names`` empty) given a torch tensor
+    inside ``f``."""
+    where = user_line(tb)
+    if names:
+        fix = ", ".join(f"{_xp_name(name)} for np.{name}" for name in names)
+        what = f"{lead}{' or '.join('np.' + n for n in names)}, was called on a torch tensor"
+        if not lead:
+            what = what.replace(",", "", 1)
+        return UnsupportedError(
+            f"torch: {what}{where}; numpy cannot compute on the tensors adswitch traces "
+            f"(torch refuses, or the gradient would be lost). Fix: use {fix}, with "
+            f"xp = ad.array_namespace(x); wrap numpy constants with xp.asarray(c) or pass "
+            f"them as ad.Const(c)."
+        )
+    return UnsupportedError(
+        f"torch: a numpy operation met a traced torch tensor{where}; numpy cannot see "
+        f"torch's graph, so the gradient would be lost. Fix: compute with xp = "
+        f"ad.array_namespace(x) instead of np.*, and wrap numpy constants with "
+        f"xp.asarray(c) (no copy) or pass them as ad.Const(c) arguments."
+    )
+
+
+def _numpy_function(tb: TracebackType | None) -> str | None:
+    """The public name (``"mean"``, ``"linalg.norm"``) of the first numpy function in the
+    traceback, if a torch tensor is among its arguments (else the error is not ours)."""
+    while tb is not None:
+        frame = tb.tb_frame
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.partition(".")[0] == "numpy":
+            if not any(_holds_tensor(v) for v in frame.f_locals.values()):
+                return None
+            parts = module.split(".")
+            sub = parts[1] if len(parts) > 1 else ""
+            prefix = "" if sub.startswith("_") or sub in ("", "lib") else sub + "."
+            return prefix + frame.f_code.co_name
+        tb = tb.tb_next
+    return None
+
+
+def _holds_tensor(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v) for v in value[:64])
+    return type(value).__module__.partition(".")[0] == "torch" and hasattr(value, "grad_fn")
+
+
+def _numpy_calls_in(where: str) -> list[str]:
+    """numpy functions named in the user's source line (operators and ufuncs leave no
+    numpy frame behind, only the line)."""
+    return list(dict.fromkeys(_NUMPY_CALL.findall(where.partition(": `")[2])))
+
+
+def _xp_name(name: str) -> str:
+    from .namespace import float64_namespace
+
+    xp_name = _XP_NAMES.get(name, name)
+    found: Any = float64_namespace()
+    for part in xp_name.split("."):
+        found = getattr(found, part, None)
+    return f"xp.{xp_name}" if found is not None else "the matching xp function (Array API)"
 
 
 def translate_backward(exc: BaseException) -> Exception | None:

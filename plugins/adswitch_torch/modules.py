@@ -13,8 +13,11 @@ module's ``forward`` on the traced parameter values through
 views too, a tied parameter's traced value included under each child's own names; and
 other methods of the module run with the traced values swapped in. The gradient of a
 plain module argument is a ``FunctionalModule`` holding gradients (``g["fc.weight"]``,
-``g.fc.weight``). For a ``torch.optim`` step pass ``ad.Duplicated(model,
-grad_shadow(model))``: the gradients are then added into the parameters' ``.grad``.
+``g.fc.weight``). ``ad.Duplicated(model)`` writes into the parameters' ``.grad`` (its
+default shadow is made of them, see ``_grads``), so a ``torch.optim`` step follows;
+``grad_shadow(model)`` builds that shadow explicitly. A ``DistributedDataParallel`` module
+gives the gradient DDP's backward gives, averaged over its process group
+(``_distributed``); FSDP modules are an ``UnsupportedError``.
 
 ``FunctionalModule`` subclasses ``torch.nn.Module`` only so that the tree walker (which
 resolves registered types through the MRO) gives a module and its views one node type:
@@ -26,6 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from ._distributed import check_sharded, ddp_parts, local_forward, note
+from ._grads import grad_shadow_of
 
 # ``FunctionalModule`` is served by the module ``__getattr__`` below (built on first use).
 __all__ = ["functional_module", "grad_shadow", "register_module_trees"]
@@ -73,6 +79,8 @@ def _build_view_class() -> Any:
     from torch.func import functional_call
     from torch.nn.utils.stateless import _reparametrize_module
 
+    ddp_type = _ddp_type(torch)
+
     def reparametrized(module: Any, params: dict[str, Any], name: str) -> Any:
         # A method other than forward, run with the traced values swapped in (as
         # functional_call does for forward), so that it does not read stored values.
@@ -109,9 +117,13 @@ def _build_view_class() -> Any:
             object.__setattr__(self, "_view_params", params)
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            return functional_call(
-                self._view_module, self._view_params, args, kwargs, tie_weights=True
-            )
+            module, params = self._view_module, self._view_params
+            ddps = ddp_parts(ddp_type, module, params)
+            if ddps:
+                # DDP's reducer left alone (_distributed)
+                with local_forward(torch, [ddp for _, ddp in ddps]):
+                    return functional_call(module, params, args, kwargs, tie_weights=True)
+            return functional_call(module, params, args, kwargs, tie_weights=True)
 
         def __getitem__(self, key: Any) -> Any:
             params = self._view_params
@@ -180,7 +192,9 @@ def grad_shadow(module: Any) -> Any:
 
     Missing ``.grad`` tensors are created as zeros on the parameter's device, so that
     adswitch adds the gradient into the very tensors a ``torch.optim`` optimizer reads.
-    Build it again after ``optimizer.zero_grad()`` (which sets ``.grad`` to ``None``).
+    ``ad.Duplicated(module)`` makes the same shadow, except that a missing ``.grad`` is
+    set only once a gradient is written. A shadow whose ``.grad`` was replaced since
+    (``loss.backward()`` after ``optimizer.zero_grad()``) is refused before ``f`` runs.
 
     Args:
         module: a ``torch.nn.Module``.
@@ -197,12 +211,16 @@ def grad_shadow(module: Any) -> Any:
     """
     import torch
 
-    params = {}
-    for name, p in _trainable(module).items():
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        params[name] = p.grad
+    params = {name: grad_shadow_of(torch, p) for name, p in _trainable(module).items()}
     return functional_module(module, params)
+
+
+class _NoSuchType:
+    """Stands for ``DistributedDataParallel`` in a torch built without distributed."""
+
+
+def _ddp_type(torch: Any) -> Any:
+    return getattr(torch.nn.parallel, "DistributedDataParallel", _NoSuchType)
 
 
 def _flatten(obj: Any) -> tuple[dict[str, Any], Any]:
@@ -210,11 +228,14 @@ def _flatten(obj: Any) -> tuple[dict[str, Any], Any]:
         params = dict(obj._view_params)
         module = obj._view_module
     else:
+        check_sharded(obj)
         module, params = obj, _trainable(obj)
     return params, (module, tuple(params))
 
 
 def _unflatten(aux: Any, children: dict[str, Any]) -> Any:
+    # DDP modules of a running call's argument are noted: their gradients are averaged.
+    note(_DDP[0], aux[0], children)
     return _view_class()(aux[0], children)
 
 
@@ -227,4 +248,8 @@ def register_module_trees(register: Callable[..., None]) -> None:
     """
     import torch
 
+    _DDP[0] = _ddp_type(torch)
     register(torch.nn.Module, _flatten, _unflatten)
+
+
+_DDP: list[Any] = [_NoSuchType]  # the DDP class, once torch is loaded

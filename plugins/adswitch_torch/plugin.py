@@ -14,9 +14,24 @@ How a call runs (``TorchBackend.value_and_grad``):
       (through the function it ends in, see ``_backward``); unused leaves get zeros.
       A graph for second derivatives is built only when an enclosing call will
       differentiate the gradient.
-    * Gradients come back in the leaf's kind, dtype and device (numpy in, numpy out);
-      outputs come back detached, as numpy when no leaf was a tensor. In a nested
-      call a value still attached to the enclosing graph stays a tensor.
+    * Gradients come back in the leaf's kind, dtype and device (numpy in, numpy out, jax
+      in, jax out); outputs come back detached, as numpy when no leaf was a tensor (as
+      jax when every array leaf was a jax array). In a nested call a value still
+      attached to the enclosing graph stays a tensor.
+    * jax arrays are copied in through DLPack (``_foreign``); any other array kind, and
+      jax tracers, are an ``UnsupportedError`` naming the kind before ``f`` runs.
+
+Modules (``modules``): parameters are leaves. A trainable parameter's default
+``Duplicated`` shadow is its ``.grad`` (``_grads``), so ``ad.Duplicated(model)`` feeds
+``torch.optim``. A ``DistributedDataParallel`` module gets what DDP's backward gives, the
+average over its process group (the local gradient inside ``no_sync``), and DDP's reducer
+is left alone (``_distributed``); FSDP modules and DTensor parameters are an
+``UnsupportedError``.
+
+numpy functions applied to the tensors ``f`` receives work where numpy only calls a tensor
+method torch has (``np.squeeze``); otherwise torch's or numpy's error becomes an
+``UnsupportedError`` naming the numpy function, the ``xp`` function to use and the line
+(``_errors``).
 
 Mutation, default mode: writes into a differentiated argument raise ``MutationError``
 (torch refuses them; the message names the line and the fix); writes into fresh
@@ -67,6 +82,9 @@ from adswitch.spec import (
 from ._backward import GradFn, make_grad
 from ._call import differentiate
 from ._convert import byte_range
+from ._distributed import BATCH
+from ._foreign import KINDS
+from ._grads import attach, check_still_grad, grad_of
 
 __all__ = ["TorchBackend", "adswitch_backend"]
 
@@ -97,7 +115,7 @@ class TorchBackend(BackendBase):
         fresh_buffer_writes=False,
         devices=("cpu", "cuda", "mps", "xpu"),
         dtypes=("float16", "bfloat16", "float32", "float64"),
-        array_kinds=("numpy", "torch"),
+        array_kinds=KINDS,
         compiles=False,
     )
     array_modules: tuple[str, ...] = ("torch",)
@@ -183,13 +201,31 @@ class TorchBackend(BackendBase):
                 shadow.add_(grad)
         else:
             shadow.add_(grad)
+        attach(shadow)  # a parameter's shadow made while it had no .grad becomes .grad
+        batch = getattr(grad, BATCH, None)
+        if batch is not None:  # a DDP gradient: the accumulated shadows are averaged too
+            batch.added(torch, shadow)
 
     def zeros_like(self, value: Any) -> Any:
-        """Zeros of the same kind, shape, dtype and device (never requiring grad)."""
-        torch = self._torch
-        if torch is not None and isinstance(value, torch.Tensor):
+        """Zeros of the same kind, shape, dtype and device (never requiring grad); for a
+        trainable ``torch.nn.Parameter``, its ``.grad`` (see ``_grads``): the default
+        shadow of ``ad.Duplicated(model)`` is what ``torch.optim`` reads."""
+        # Asked only of values this engine owns (torch is imported): load the adapter.
+        torch = self._torch or self._engine()
+        if isinstance(value, torch.Tensor):
+            if isinstance(value, torch.nn.Parameter) and value.requires_grad:
+                return grad_of(torch, value)
             return torch.zeros_like(value, requires_grad=False)
         return np.zeros_like(value)
+
+    def writable(self, value: Any) -> bool:
+        """Tensors and writable numpy arrays; a shadow made from a parameter's ``.grad``
+        that has since been replaced is an ``ActivityError`` (``_grads``)."""
+        torch = self._torch or self._engine()
+        if isinstance(value, torch.Tensor):
+            check_still_grad(value)
+            return True
+        return super().writable(value)
 
     def may_alias(self, a: Any, b: Any) -> bool:
         """Whether the byte ranges of two arrays (tensors or numpy) overlap."""
