@@ -267,8 +267,19 @@ def test_writes_through_views_and_fresh_buffers() -> None:
         out[...] = buf[:2]
         return xp.sum(buf * buf) + xp.sum(out)
 
+    def power_and_matmul_in_place(x: Any, m: Any) -> Any:
+        xp = ad.array_namespace(x, m)
+        buf = xp.zeros((2, 2))
+        buf[...] = x
+        view = buf[0:2]
+        view @= m  # in place, through a view: buf changes too
+        row = buf[1]
+        row **= 2.0
+        return xp.sum(buf * xp.asarray(np.array([[1.0, 2.0], [3.0, 4.0]])))
+
     _check(views, RNG.normal(size=(3, 2)))
     _check(fresh, RNG.normal(size=(4,)))
+    _check(power_and_matmul_in_place, RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2)))
 
 
 def test_clear_errors_never_silent_numbers() -> None:
