@@ -1,5 +1,8 @@
-"""The example third-party engine ``examples/adswitch-dual`` (forward-mode dual numbers),
-checked through the public API against central finite differences and closed forms."""
+"""The example third-party engine ``examples/adswitch-dual``: forward-mode dual numbers that
+implement only the ``jvp`` primitive. Every operator adswitch builds on it (gradients,
+pullbacks, Jacobians in every mode, jvp, derivative) is checked through the public API
+against central finite differences and closed forms; a spy counts the engine calls (one
+batched ``jvp`` per gradient or Jacobian); second-order and nested calls must refuse."""
 
 from __future__ import annotations
 
@@ -14,11 +17,21 @@ import pytest
 
 import adswitch as ad
 from adswitch.errors import MutationError, UnsupportedError
-from adswitch.spec import CallInfo
+from adswitch.spec import PRIMITIVES, CallInfo, OutputFn, implements
 
 pytest.importorskip("adswitch_dual", reason="pip install ./examples/adswitch-dual")
 
-from adswitch_dual import dual, engine, namespace, plugin
+from adswitch_dual import (
+    chain,
+    creation,
+    dual,
+    engine,
+    namespace,
+    plugin,
+    reductions,
+    rules,
+    shapes,
+)
 
 
 def _fd(f: Callable[..., Any], args: list[Any], i: int, h: float = 1e-5) -> Any:
@@ -163,6 +176,19 @@ def test_shapes_joins_and_indexing() -> None:
     _check(f, RNG.normal(size=(12,)), RNG.normal(size=(2, 3)))
 
 
+def test_integer_arrays_stay_plain_numpy_through_shape_functions() -> None:
+    def f(x: Any) -> Any:
+        xp = ad.array_namespace(x)
+        index = xp.reshape(xp.flip(xp.arange(6), axis=0), (2, 3))
+        joined = xp.concat([index[0], xp.take(index[1], xp.asarray([0, 0]))])
+        assert isinstance(index, np.ndarray) and isinstance(joined, np.ndarray)
+        return xp.sum(xp.take(x, joined, axis=0) ** 2)
+
+    x = RNG.normal(size=(6,))
+    (g,) = ad.gradient(f, x, backend="dual")
+    np.testing.assert_allclose(g, np.bincount([5, 4, 3, 2, 2], minlength=6) * 2 * x)
+
+
 def test_python_float_float32_tied_and_unused_arguments() -> None:
     def f(x: Any, s: float, tied: Any, unused: Any) -> Any:
         xp = ad.array_namespace(x, tied, unused)
@@ -241,8 +267,19 @@ def test_writes_through_views_and_fresh_buffers() -> None:
         out[...] = buf[:2]
         return xp.sum(buf * buf) + xp.sum(out)
 
+    def power_and_matmul_in_place(x: Any, m: Any) -> Any:
+        xp = ad.array_namespace(x, m)
+        buf = xp.zeros((2, 2))
+        buf[...] = x
+        view = buf[0:2]
+        view @= m  # in place, through a view: buf changes too
+        row = buf[1]
+        row **= 2.0
+        return xp.sum(buf * xp.asarray(np.array([[1.0, 2.0], [3.0, 4.0]])))
+
     _check(views, RNG.normal(size=(3, 2)))
     _check(fresh, RNG.normal(size=(4,)))
+    _check(power_and_matmul_in_place, RNG.normal(size=(2, 2)), RNG.normal(size=(2, 2)))
 
 
 def test_clear_errors_never_silent_numbers() -> None:
@@ -276,22 +313,49 @@ def test_clear_errors_never_silent_numbers() -> None:
         np.testing.assert_array_equal(shadow, [5.0, 6.0])  # nothing lost
 
 
-def test_value_and_grad_follows_the_contract() -> None:
-    def fn(leaves: Sequence[Any]) -> tuple[Any, list[Any]]:
-        x, label, s = leaves
-        loss = namespace.sum(x * x) * s
-        return loss, [loss, label, x]
+def test_jvp_follows_the_contract() -> None:
+    """The primitive itself: concrete outputs, tangents in the output's dtype and layout,
+    batched and not, constant outputs with zero tangents, the caller's tangents intact."""
 
-    x = np.array([1.0, 2.0])
-    out, grads = plugin.DualBackend().value_and_grad(
-        fn, [x, "tag", 2.0], [True, False, True], CallInfo()
+    def fn(leaves: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        x, label, s = leaves
+        y = x * x * s
+        x[0] = 5.0 * x[1]  # an in-place write: changes x's tangent inside the call
+        return [y, 2.0, np.ones(2)], [y, label, x]
+
+    backend = plugin.DualBackend()
+    x, tx = np.array([1.0, 2.0]), np.array([1.0, 10.0])
+    out, (ty, t_const, t_array) = backend.jvp(
+        fn, [x, "tag", 2.0], [True, False, True], [tx, None, 0.5], CallInfo()
     )
     assert all(not isinstance(o, dual.DualArray) for o in out)
-    assert out[1] == "tag" and out[2] is x  # concrete, the caller's own array
-    np.testing.assert_allclose(np.asarray(grads[0]), np.array([4.0, 8.0]))
-    assert grads[1] is None and isinstance(grads[2], float) and grads[2] == 5.0
-    with pytest.raises(UnsupportedError):
-        engine.value_and_grad(fn, [x, "t", 2.0], [True, False, True], CallInfo(depth=1))
+    assert out[1] == "tag" and out[2] is x  # concrete, the caller's own (mutated) array
+    np.testing.assert_array_equal(x, [10.0, 2.0])
+    np.testing.assert_array_equal(tx, [1.0, 10.0])  # f's write did not reach the tangents
+    # y = x^2 s: dy = 2 x s dx + x^2 ds
+    x0 = np.array([1.0, 2.0])
+    np.testing.assert_allclose(ty, 2 * x0 * 2.0 * tx + x0**2 * 0.5)
+    assert t_const == 0.0 and isinstance(t_const, float)
+    np.testing.assert_array_equal(t_array, np.zeros(2))
+
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    batch = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=np.float32)
+    out, (ty, t_const, t_array) = backend.jvp(  # s inactive: a Python float, as it is
+        fn, [x, "tag", 2.0], [True, False, False], [batch, None, None], CallInfo(batched=True)
+    )
+    assert ty.dtype == np.float32 and ty.shape == (3, 2)  # one row per direction
+    np.testing.assert_allclose(ty, 2 * x0 * 2.0 * batch)
+    np.testing.assert_array_equal(t_const, np.zeros(3))
+    np.testing.assert_array_equal(t_array, np.zeros((3, 2)))
+    with pytest.raises(UnsupportedError, match="nested"):
+        engine.jvp(fn, [x, "t", 2.0], [True, False, True], [x, None, 1.0], CallInfo(depth=1))
+
+
+def test_only_jvp_is_implemented_and_declared_honestly() -> None:
+    backend = plugin.DualBackend()
+    assert [p for p in PRIMITIVES if implements(backend, p)] == ["jvp"]
+    caps = backend.capabilities
+    assert caps.forward and caps.batching and not caps.nested
 
 
 def test_registered_through_the_entry_point_with_honest_capabilities() -> None:
@@ -302,14 +366,19 @@ def test_registered_through_the_entry_point_with_honest_capabilities() -> None:
 
 
 def test_plugin_module_imports_no_engine_code() -> None:
-    code = "import sys, adswitch_dual.plugin; print('adswitch_dual.dual' in sys.modules)"
+    code = (
+        "import sys, adswitch_dual.plugin; "
+        "print(sorted(m for m in sys.modules if m.startswith('adswitch_dual.')))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "['adswitch_dual.plugin']"
 
 
-@pytest.mark.parametrize("module", [dual, namespace, engine, plugin])
+@pytest.mark.parametrize(
+    "module", [rules, chain, dual, creation, reductions, shapes, namespace, engine, plugin]
+)
 def test_docstring_examples(module: Any) -> None:
     failures, _ = doctest.testmod(module)
     assert failures == 0
@@ -328,3 +397,167 @@ def test_constants_convert_to_numpy_losslessly() -> None:
 
     (g,) = ad.gradient(f, np.array([0.5, 1.0, 2.0]), backend="dual")
     np.testing.assert_array_equal(g, [2.0, 2.0, 2.0])
+
+
+# -- the whole operator family, from jvp alone -------------------------------------------
+class Spy(plugin.DualBackend):
+    """The dual engine, recording each ``jvp`` call: batched or not, and how many
+    directions it carried."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[bool, int]] = []
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        given = [t for t in tangents if t is not None]
+        self.calls.append((info.batched, int(np.shape(given[0])[0]) if info.batched else 1))
+        return super().jvp(fn, leaves, active, tangents, info)
+
+
+W = RNG.normal(size=(4, 3))  # y = W @ tanh(x) * s: J_x = W diag(1 - tanh(x)^2) s, J_s = y / s
+
+
+def _model(x: Any, s: Any) -> Any:
+    xp = ad.array_namespace(x, s)
+    return (xp.asarray(W) @ xp.tanh(x)) * s
+
+
+def _jac_x(x: np.ndarray, s: float) -> np.ndarray:
+    return W * (1 - np.tanh(x) ** 2) * s
+
+
+def _loss(x: Any, s: Any) -> Any:
+    return ad.array_namespace(x).sum(_model(x, s) ** 2)
+
+
+def _grad_x(x: np.ndarray, s: float) -> np.ndarray:  # d sum(y^2) = 2 y^T J
+    return 2 * (W @ np.tanh(x) * s) @ _jac_x(x, s)
+
+
+XS = np.array([0.3, -0.7, 1.1])
+
+
+def test_gradient_is_one_batched_jvp_over_the_inputs() -> None:
+    spy = Spy()
+    gx, gs = ad.gradient(_loss, XS.copy(), 1.5, backend=spy)
+    np.testing.assert_allclose(gx, _grad_x(XS, 1.5), rtol=1e-12)
+    np.testing.assert_allclose(gs, _fd(_loss, [XS, 1.5], 1), rtol=1e-6)
+    assert isinstance(gs, float)
+    assert spy.calls == [(True, 4)]  # one call, 3 + 1 input scalars as its directions
+
+    spy.calls.clear()
+    val, (gx,) = ad.withgradient(lambda x: _loss(x, 1.5), XS.copy(), backend=spy)
+    np.testing.assert_allclose(val, float(np.sum((W @ np.tanh(XS) * 1.5) ** 2)))
+    np.testing.assert_allclose(gx, _grad_x(XS, 1.5), rtol=1e-12)
+    assert spy.calls == [(True, 3)]
+
+
+@pytest.mark.parametrize("mode", ["auto", "forward", "reverse"])
+def test_jacobian_in_every_mode_is_one_batched_jvp(mode: str) -> None:
+    spy = Spy()
+    jx, js = ad.jacobian(_model, XS, 2.0, backend=spy, mode=mode)
+    np.testing.assert_allclose(jx, _jac_x(XS, 2.0), rtol=1e-12)
+    np.testing.assert_allclose(js, W @ np.tanh(XS), rtol=1e-12)
+    assert jx.shape == (4, 3) and js.shape == (4,)
+    assert spy.calls == [(True, 4)]
+
+
+def test_jacobian_of_a_tree_output_with_aux() -> None:
+    def f(p: dict[str, Any]) -> Any:
+        xp = ad.array_namespace(p["x"])
+        y = {"y": _model(p["x"], 1.0), "total": xp.sum(p["x"] ** 3)}
+        return y, "aux"
+
+    spy = Spy()
+    jac, aux = ad.jacobian(f, {"x": XS, "n": 3}, backend=spy, has_aux=True)
+    assert aux == "aux"
+    np.testing.assert_allclose(jac["y"][0]["x"], _jac_x(XS, 1.0), rtol=1e-12)
+    np.testing.assert_allclose(jac["total"][0]["x"], 3 * XS**2, rtol=1e-12)
+    assert jac["y"][0]["n"] is None
+    assert spy.calls == [(True, 3)]
+
+
+def test_vjp_pulls_back_through_the_jacobian_columns() -> None:
+    spy = Spy()
+    x = XS.copy()
+    y, pullback = ad.vjp(_model, x, 2.0, backend=spy)
+    np.testing.assert_allclose(y, W @ np.tanh(XS) * 2.0)
+    x[...] = 0.0  # the pullback keeps what it needs: later writes change nothing
+    for u in (np.ones(4), np.array([1.0, -2.0, 0.0, 3.0])):
+        gx, gs = pullback(u)
+        np.testing.assert_allclose(gx, u @ _jac_x(XS, 2.0), rtol=1e-12)
+        np.testing.assert_allclose(gs, u @ (W @ np.tanh(XS)), rtol=1e-12)
+    assert spy.calls == [(True, 4)]  # the columns, once; each pullback is a contraction
+
+    shadow = np.full(3, 7.0)
+    _, pullback = ad.vjp(lambda x: _model(x, 1.0), ad.Duplicated(XS.copy(), shadow), backend=spy)
+    (g,) = pullback(np.ones(4))
+    assert g is shadow
+    np.testing.assert_allclose(shadow, np.ones(4) @ _jac_x(XS, 1.0), rtol=1e-12)
+
+
+def test_jvp_and_derivative_are_single_unbatched_calls() -> None:
+    spy = Spy()
+    v = np.array([1.0, 0.5, -2.0])
+    y, t = ad.jvp(_model, (XS, 2.0), (v, 0.25), backend=spy)
+    np.testing.assert_allclose(y, W @ np.tanh(XS) * 2.0)
+    np.testing.assert_allclose(t, _jac_x(XS, 2.0) @ v + W @ np.tanh(XS) * 0.25, rtol=1e-12)
+    assert spy.calls == [(False, 1)]
+
+    spy.calls.clear()
+    d = ad.derivative(lambda s, x: _model(x, s) ** 2, 2.0, XS, backend=spy)
+    np.testing.assert_allclose(d, 2 * 2.0 * (W @ np.tanh(XS)) ** 2, rtol=1e-12)
+    assert spy.calls == [(False, 1)]
+
+
+def test_second_order_operators_refuse_before_running() -> None:
+    spy = Spy()
+    with pytest.raises(UnsupportedError, match=r"Capabilities\.nested"):
+        ad.hessian(_loss, XS, 1.0, backend=spy)
+    shadow = np.full(3, 7.0)
+    with pytest.raises(UnsupportedError, match=r"Capabilities\.nested"):
+        ad.hvp(_loss, (ad.Duplicated(XS.copy(), shadow), 1.0), (np.ones(3), 1.0), backend=spy)
+    np.testing.assert_array_equal(shadow, 7.0)  # nothing lost
+    assert spy.calls == []
+
+
+@pytest.mark.parametrize(
+    "inner",
+    [
+        lambda x: ad.gradient(lambda y: ad.array_namespace(y).sum(y**3), x)[0],
+        lambda x: ad.jvp(lambda y: y**3, (x,), (np.ones(3),))[1],
+        lambda x: ad.jacobian(lambda y: y**3, x)[0][0],
+        lambda x: ad.vjp(lambda y: y**3, x)[1](np.ones(3))[0],
+        lambda x: ad.derivative(lambda t, y: y * t, 2.0, x),
+    ],
+    ids=["gradient", "jvp", "jacobian", "vjp", "derivative"],
+)
+def test_nested_operators_refuse_with_the_fix(inner: Callable[[Any], Any]) -> None:
+    def f(x: Any) -> Any:
+        return ad.array_namespace(x).sum(inner(x))
+
+    shadow = np.full(3, 7.0)
+    with pytest.raises(UnsupportedError, match=r"nested.*backend='tape'"):
+        ad.gradient(f, ad.Duplicated(XS.copy(), shadow), backend="dual")
+    np.testing.assert_array_equal(shadow, 7.0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="front end: adswitch.derive builds gradients from jvp columns without casting "
+    "them to the leaf's dtype (float64 loss, float32 leaf -> float64 gradient)",
+)
+def test_gradient_has_the_leaf_dtype_when_the_loss_is_wider() -> None:
+    x = np.array([1.0, 2.0], dtype=np.float32)
+
+    def f(x: Any, c: Any) -> Any:
+        return ad.array_namespace(x, c).sum(x * c)  # float32 * float64 -> float64
+
+    (g, _) = ad.gradient(f, x, ad.Const(np.array([0.5, 0.25])), backend="dual")
+    assert g.dtype == np.float32

@@ -1,14 +1,13 @@
-"""``DualArray``: a numpy value carrying one tangent per active input scalar.
+"""``DualArray``: a numpy value carrying a batch of tangents, and its arithmetic.
 
-The tangent of an array of shape ``S`` is stored as one numpy array of shape
-``S + (N,)``, where ``N`` is the number of active input scalars of the current
-``value_and_grad`` call: column ``j`` is the derivative of every element with respect
-to input scalar ``j``. One forward pass therefore yields the whole gradient of a scalar
-loss (its tangent, of shape ``(N,)``). The trailing layout lets the tangent follow the
-value through any numpy indexing and broadcasting unchanged: indices address the
-leading axes, the tangent axis rides along at the end.
+The tangents of an array of shape ``S`` are one numpy array of shape ``S + (B,)``: entry
+``[..., j]`` is the derivative of every element along tangent direction ``j`` of the
+``jvp`` call in progress. One forward pass therefore pushes ``B`` directions at once
+(a whole Jacobian, when the directions are a basis). The trailing layout lets the
+tangents follow the value through any numpy indexing and broadcasting unchanged:
+indices address the leading axes, the tangent axis rides along at the end.
 
-Basic indexing returns views of both the value and the tangent, so writes through a
+Basic indexing returns views of both the value and the tangents, so writes through a
 view (``x[0][...] = v``) update the base's value *and* derivative, exactly like numpy.
 That is why forward mode handles mutation for free: every array always holds the
 derivative of what it holds now.
@@ -18,28 +17,54 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from adswitch.errors import MutationError, UnsupportedError
+from adswitch_dual import chain
+from adswitch_dual.rules import BINARY, PLAIN, UFUNC_NAMES, UNARY
 
-__all__ = ["DualArray", "binary", "combine", "parts", "unary", "width"]
+__all__ = ["DualArray", "parts", "tangent_width", "width"]
 
-# How many tangent columns arrays created from nothing (``xp.zeros``) get. Set by the
+# How many tangent directions arrays created from nothing (``xp.zeros``) get. Set by the
 # engine for the duration of one call; a contextvar keeps threads apart.
 _WIDTH: contextvars.ContextVar[int] = contextvars.ContextVar("adswitch_dual_width", default=0)
 
-Scalar = bool | int | float
-
 
 def width() -> int:
-    """The number of tangent columns of the call in progress (0 outside any call)."""
+    """The number of tangent directions of the call in progress (0 outside any call)."""
     return _WIDTH.get()
 
 
+@contextmanager
+def tangent_width(directions: int) -> Iterator[None]:
+    """Give arrays created inside the block ``directions`` tangent directions."""
+    token = _WIDTH.set(directions)
+    try:
+        yield
+    finally:
+        _WIDTH.reset(token)
+
+
+Operator = Callable[["DualArray", Any], "DualArray"]
+
+
+def _operators(name: str) -> tuple[Operator, Operator]:
+    """The operator for the binary rule ``name`` and its reflected form."""
+
+    def forward(self: DualArray, other: Any) -> DualArray:
+        return DualArray(*chain.binary(parts(self), parts(other), *BINARY[name]))
+
+    def reflected(self: DualArray, other: Any) -> DualArray:
+        return DualArray(*chain.binary(parts(other), parts(self), *BINARY[name]))
+
+    return forward, reflected
+
+
 class DualArray:
-    """A floating numpy array ``value`` with tangents ``tangent`` (``value.shape + (N,)``).
+    """A floating numpy array ``value`` with tangents ``tangent`` (``value.shape + (B,)``).
 
     Args:
         value: the primal values (a floating numpy array; not copied).
@@ -88,17 +113,10 @@ class DualArray:
 
     @property
     def mT(self) -> DualArray:
-        from adswitch_dual import namespace
-
-        return namespace.matrix_transpose(self)
-
-    def __array_namespace__(self, api_version: str | None = None) -> Any:
-        from adswitch_dual import namespace
-
-        return namespace
+        return DualArray(np.swapaxes(self.value, -1, -2), np.swapaxes(self.tangent, -2, -3))
 
     def __repr__(self) -> str:
-        return f"DualArray({self.value!r}, tangents={self.tangent.shape[-1]})"
+        return f"DualArray({self.value!r}, directions={self.tangent.shape[-1]})"
 
     # --- conversions: lossless for constants, refused where a derivative would be lost
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -127,12 +145,11 @@ class DualArray:
     __hash__ = None  # type: ignore[assignment]
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        # numpy calls this for `ndarray + dual` (then we compute it) and for writes into
-        # a numpy array (`ndarray += dual`, `out=`), which would lose the derivative
-        # unless every dual operand is a constant.
+        # numpy calls this for `ndarray + dual` and `np.sin(dual)` (then we compute it),
+        # and for writes into a numpy array (`ndarray += dual`, `out=`), which would lose
+        # the derivative unless every dual operand is a constant.
         if kwargs.get("out") is not None:
-            duals = [x for x in inputs if isinstance(x, DualArray)]
-            if not any(d.tangent.any() for d in duals):
+            if not any(isinstance(x, DualArray) and x.tangent.any() for x in inputs):
                 values = [x.value if isinstance(x, DualArray) else x for x in inputs]
                 return getattr(ufunc, method)(*values, **kwargs)
             raise MutationError(
@@ -141,16 +158,21 @@ class DualArray:
                 "buffer with the namespace instead: xp = ad.array_namespace(x); "
                 "buf = xp.zeros_like(x)."
             )
-        from adswitch_dual import namespace
-
-        name = _UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
-        function = getattr(namespace, name, None) if method == "__call__" else None
-        if function is None or kwargs:
-            raise UnsupportedError(
-                f"dual engine: numpy's {ufunc.__name__}.{method} cannot differentiate dual "
-                "numbers; use the Array API namespace: xp = ad.array_namespace(x)."
-            )
-        return function(*inputs)
+        name = UFUNC_NAMES.get(ufunc.__name__, ufunc.__name__)
+        operands = [parts(x) for x in inputs]
+        if method == "__call__" and not kwargs:
+            if name in UNARY and len(operands) == 1:
+                return DualArray(*chain.unary(operands[0], *UNARY[name]))
+            if name in BINARY and len(operands) == 2:
+                return DualArray(*chain.binary(operands[0], operands[1], *BINARY[name]))
+            if name == "matmul" and len(operands) == 2:
+                return DualArray(*chain.matmul(operands[0], operands[1]))
+            if name in PLAIN:
+                return PLAIN[name](*(value for value, _ in operands))
+        raise UnsupportedError(
+            f"dual engine: numpy's {ufunc.__name__}.{method} cannot differentiate dual "
+            "numbers; use the Array API namespace: xp = ad.array_namespace(x)."
+        )
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         raise UnsupportedError(
@@ -158,7 +180,8 @@ class DualArray:
             f"xp = ad.array_namespace(x) and xp.{func.__name__} (if the namespace has it)."
         )
 
-    # --- arithmetic ---------------------------------------------------------------
+    # --- arithmetic: each operator is the rule of the same name (operands swapped for the
+    # reflected one, which numpy and Python call for `2.0 * dual`)
     def __neg__(self) -> DualArray:
         return DualArray(-self.value, -self.tangent)
 
@@ -166,43 +189,19 @@ class DualArray:
         return DualArray(+self.value, self.tangent.copy())
 
     def __abs__(self) -> DualArray:
-        return unary(self, np.abs, lambda v, o: np.sign(v))
+        return DualArray(*chain.unary(parts(self), *UNARY["abs"]))
 
-    def __add__(self, other: Any) -> DualArray:
-        return _add(self, other)
-
-    def __radd__(self, other: Any) -> DualArray:
-        return _add(other, self)
-
-    def __sub__(self, other: Any) -> DualArray:
-        return _subtract(self, other)
-
-    def __rsub__(self, other: Any) -> DualArray:
-        return _subtract(other, self)
-
-    def __mul__(self, other: Any) -> DualArray:
-        return _multiply(self, other)
-
-    def __rmul__(self, other: Any) -> DualArray:
-        return _multiply(other, self)
-
-    def __truediv__(self, other: Any) -> DualArray:
-        return _divide(self, other)
-
-    def __rtruediv__(self, other: Any) -> DualArray:
-        return _divide(other, self)
-
-    def __pow__(self, other: Any) -> DualArray:
-        return power(self, other)
-
-    def __rpow__(self, other: Any) -> DualArray:
-        return power(other, self)
+    __add__, __radd__ = _operators("add")
+    __sub__, __rsub__ = _operators("subtract")
+    __mul__, __rmul__ = _operators("multiply")
+    __truediv__, __rtruediv__ = _operators("divide")
+    __pow__, __rpow__ = _operators("pow")
 
     def __matmul__(self, other: Any) -> DualArray:
-        return matmul(self, other)
+        return DualArray(*chain.matmul(parts(self), parts(other)))
 
     def __rmatmul__(self, other: Any) -> DualArray:
-        return matmul(other, self)
+        return DualArray(*chain.matmul(parts(other), parts(self)))
 
     # Comparisons compare values and give plain boolean numpy arrays.
     def __lt__(self, other: Any) -> Any:
@@ -223,44 +222,35 @@ class DualArray:
     def __ne__(self, other: object) -> Any:
         return self.value != parts(other)[0]
 
-    # --- in place: value and tangent are updated in their own memory, so views see it
+    # --- in place: the result is written into the array's own value and tangent memory,
+    # so views of it see the change, as in numpy
     def __iadd__(self, other: Any) -> DualArray:
-        value, tangent = parts(other)
-        self.value += value
-        if tangent is not None:
-            self.tangent += tangent
+        self[...] = self + other
         return self
 
     def __isub__(self, other: Any) -> DualArray:
-        value, tangent = parts(other)
-        self.value -= value
-        if tangent is not None:
-            self.tangent -= tangent
+        self[...] = self - other
         return self
 
     def __imul__(self, other: Any) -> DualArray:
-        value, tangent = parts(other)
-        new = self.tangent * np.asarray(value)[..., None]
-        if tangent is not None:
-            new = new + self.value[..., None] * tangent
-        self.tangent[...] = new
-        self.value *= value
+        self[...] = self * other
         return self
 
     def __itruediv__(self, other: Any) -> DualArray:
-        value, tangent = parts(other)
-        value = np.asarray(value)
-        new = self.tangent / value[..., None]
-        if tangent is not None:
-            new = new - (self.value / value**2)[..., None] * tangent
-        self.tangent[...] = new
-        self.value /= value
+        self[...] = self / other
+        return self
+
+    def __ipow__(self, other: Any) -> DualArray:
+        self[...] = self**other
+        return self
+
+    def __imatmul__(self, other: Any) -> DualArray:
+        self[...] = self @ other
         return self
 
     # --- indexing -------------------------------------------------------------------
     def __getitem__(self, key: Any) -> DualArray:
-        key = _check_key(key)
-        value = self.value[key]
+        value = self.value[_check_key(key)]
         tangent = self.tangent[_tangent_key(key, self.ndim)]
         if not isinstance(value, np.ndarray):
             # A full integer index gives a numpy scalar: a copy, so copy the tangent too.
@@ -268,23 +258,9 @@ class DualArray:
         return DualArray(value, tangent)
 
     def __setitem__(self, key: Any, other: Any) -> None:
-        key = _check_key(key)
         value, tangent = parts(other)
-        self.value[key] = value
+        self.value[_check_key(key)] = value
         self.tangent[_tangent_key(key, self.ndim)] = 0.0 if tangent is None else tangent
-
-
-_UFUNC_NAMES = {
-    "true_divide": "divide",
-    "power": "pow",
-    "arcsin": "asin",
-    "arccos": "acos",
-    "arctan": "atan",
-    "arctan2": "atan2",
-    "arcsinh": "asinh",
-    "arccosh": "acosh",
-    "arctanh": "atanh",
-}
 
 
 def _dropped(what: str) -> MutationError:
@@ -335,111 +311,3 @@ def parts(x: Any) -> tuple[Any, np.ndarray | None]:
         f"dual engine: cannot compute with a {type(x).__module__}.{type(x).__name__}; "
         "use numpy arrays, Python numbers or arrays of the dual namespace."
     )
-
-
-def combine(out: Any, terms: list[tuple[Any, np.ndarray | None]]) -> DualArray:
-    """A ``DualArray`` of value ``out`` whose tangent is ``sum(factor * tangent)``.
-
-    Args:
-        out: the result's value.
-        terms: ``(factor, tangent)`` pairs; a ``None`` factor means 1, a ``None``
-            tangent (a constant operand) contributes nothing.
-
-    Returns:
-        A new ``DualArray`` owning its tangent (never a view of an operand's).
-    """
-    out = np.asarray(out)
-    total: np.ndarray | None = None
-    for factor, tangent in terms:
-        if tangent is None:
-            continue
-        term = tangent if factor is None else np.asarray(factor)[..., None] * tangent
-        total = term if total is None else total + term
-    if total is None:
-        return DualArray(out)
-    result = np.empty((*out.shape, total.shape[-1]), dtype=out.dtype)
-    result[...] = total
-    return DualArray(out, result)
-
-
-def unary(x: Any, f: Callable[[Any], Any], df: Callable[[Any, Any], Any]) -> DualArray:
-    """Apply the elementwise ``f``; ``df(value, out)`` is its derivative."""
-    value, tangent = parts(x)
-    out = np.asarray(f(value))
-    return combine(out, [(df(value, out) if tangent is not None else None, tangent)])
-
-
-def binary(
-    a: Any,
-    b: Any,
-    f: Callable[[Any, Any], Any],
-    da: Callable[[Any, Any, Any], Any] | None,
-    db: Callable[[Any, Any, Any], Any] | None,
-) -> DualArray:
-    """Apply the broadcasting ``f(a, b)``; ``da``/``db(a, b, out)`` are its partials
-    (``None`` means 1). A partial is only evaluated when that operand has a tangent."""
-    av, at = parts(a)
-    bv, bt = parts(b)
-    out = np.asarray(f(av, bv))
-    terms = [
-        (da(av, bv, out) if da is not None and at is not None else None, at),
-        (db(av, bv, out) if db is not None and bt is not None else None, bt),
-    ]
-    return combine(out, terms)
-
-
-def _add(a: Any, b: Any) -> DualArray:
-    return binary(a, b, np.add, None, None)
-
-
-def _subtract(a: Any, b: Any) -> DualArray:
-    return binary(a, b, np.subtract, None, lambda a, b, o: -1.0)
-
-
-def _multiply(a: Any, b: Any) -> DualArray:
-    return binary(a, b, np.multiply, lambda a, b, o: b, lambda a, b, o: a)
-
-
-def _divide(a: Any, b: Any) -> DualArray:
-    return binary(a, b, np.divide, lambda a, b, o: 1.0 / b, lambda a, b, o: -o / b)
-
-
-def power(a: Any, b: Any) -> DualArray:
-    """``a ** b``; the partial in ``b`` (``log(a) * out``) only when ``b`` is traced."""
-    return binary(
-        a, b, np.power, lambda a, b, o: b * np.power(a, b - 1), lambda a, b, o: np.log(a) * o
-    )
-
-
-def matmul(a: Any, b: Any) -> DualArray:
-    """``a @ b`` for vectors, matrices and broadcast batches of matrices."""
-    av, at = parts(a)
-    bv, bt = parts(b)
-    av, bv = np.asarray(av), np.asarray(bv)
-    out = np.asarray(av @ bv)
-    # Promote vectors to matrices, put the tangent axis first as an extra batch axis,
-    # multiply, then undo the promotion: one code path for every shape combination.
-    a2 = av[None, :] if av.ndim == 1 else av
-    b2 = bv[:, None] if bv.ndim == 1 else bv
-    rank = max(a2.ndim, b2.ndim)
-
-    def front(t: np.ndarray, like: np.ndarray, vector_axis: int | None) -> np.ndarray:
-        t = np.moveaxis(t, -1, 0)
-        if vector_axis is not None:
-            t = np.expand_dims(t, vector_axis)
-        return t.reshape((t.shape[0],) + (1,) * (rank - like.ndim) + t.shape[1:])
-
-    terms: list[np.ndarray] = []
-    if at is not None:
-        terms.append(front(at, a2, 1 if av.ndim == 1 else None) @ b2)
-    if bt is not None:
-        terms.append(a2 @ front(bt, b2, -1 if bv.ndim == 1 else None))
-    if not terms:
-        return DualArray(out)
-    total = sum(terms[1:], terms[0])
-    if bv.ndim == 1:
-        total = total[..., 0]
-    if av.ndim == 1:
-        total = total[..., 0, :] if bv.ndim != 1 else total[..., 0]
-    total = total.reshape((total.shape[0], *out.shape))
-    return combine(out, [(None, np.moveaxis(total, 0, -1))])

@@ -1,5 +1,11 @@
-"""One forward pass computes the whole gradient: seed each active scalar with its own
-tangent column, run ``fn`` on dual numbers, read the loss's tangent."""
+"""The engine's one primitive, ``jvp``: seed every active leaf with its tangents, run ``fn``
+once on dual numbers, read the outputs' tangents.
+
+A batch of ``B`` tangents per leaf (``CallInfo.batched``) rides in the dual numbers'
+trailing axis, so one pass gives ``B`` directional derivatives; with the identity basis
+as the batch that is a whole Jacobian, or a gradient. adswitch builds ``ad.gradient``,
+``ad.vjp``, ``ad.jacobian`` and the rest from this one function (``adswitch.derive``).
+"""
 
 from __future__ import annotations
 
@@ -9,77 +15,88 @@ from typing import Any
 import numpy as np
 
 from adswitch.errors import UnsupportedError
-from adswitch.spec import CallInfo, LossFn
-from adswitch_dual.dual import _WIDTH, DualArray
+from adswitch.spec import CallInfo, OutputFn
+from adswitch_dual.dual import DualArray, tangent_width
 
-__all__ = ["value_and_grad"]
+__all__ = ["jvp"]
 
 
-def value_and_grad(
-    fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
-) -> tuple[list[Any], list[Any | None]]:
-    """The engine's whole job (see ``adswitch.spec.Backend.value_and_grad``).
+def jvp(
+    fn: OutputFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    tangents: Sequence[Any],
+    info: CallInfo,
+) -> tuple[list[Any], list[Any]]:
+    """Push ``tangents`` through ``fn`` (see ``adswitch.spec.Backend.jvp``).
 
     Args:
-        fn: the front end's closure ``fn(leaves) -> (loss, out_leaves)``.
+        fn: the front end's closure ``fn(leaves) -> (diff_leaves, out_leaves)``.
         leaves: numpy arrays, Python floats and inactive leaves of any type.
-        active: where a gradient is wanted.
-        info: the call's depth (this engine does not nest) and cache key (unused).
+        active: where a tangent is pushed.
+        tangents: per leaf, ``None`` where inactive, else shaped like the leaf -- with a
+            leading batch axis of ``B`` directions when ``info.batched``.
+        info: the call's depth (this engine does not nest) and ``batched``.
 
     Returns:
-        ``(out_leaves, grads)``: outputs as numpy, one gradient per active leaf with the
-        leaf's type, shape and dtype, ``None`` elsewhere.
+        ``(out_leaves, out_tangents)``: outputs as numpy, and per differentiated output a
+        numpy tangent in its dtype, shaped like it (with the leading batch axis when
+        batched).
 
     Raises:
-        UnsupportedError: for a nested call (``ad.gradient`` inside ``f``).
+        UnsupportedError: for a nested call (an operator called inside ``f``).
 
     Example:
         >>> import numpy as np
         >>> from adswitch.spec import CallInfo
         >>> from adswitch_dual import namespace as xp
         >>> def fn(leaves):
-        ...     loss = xp.sum(leaves[0] * leaves[0])
-        ...     return loss, [loss]
-        >>> out, grads = value_and_grad(fn, [np.array([1.0, 2.0])], [True], CallInfo())
-        >>> grads[0].tolist()
-        [2.0, 4.0]
+        ...     y = xp.sin(leaves[0]) * 2.0
+        ...     return [y], [y]
+        >>> x, basis = np.zeros(2), np.eye(2)  # two directions: the whole Jacobian
+        >>> out, (jac,) = jvp(fn, [x], [True], [basis], CallInfo(batched=True))
+        >>> jac.tolist()
+        [[2.0, 0.0], [0.0, 2.0]]
     """
     if info.depth > 0 or any(isinstance(leaf, DualArray) for leaf in leaves):
         raise UnsupportedError(
-            "dual engine: nested differentiation (ad.gradient called inside a function "
-            "being differentiated with backend='dual') is not supported "
+            "dual engine: nested differentiation (an adswitch operator called inside a "
+            "function being differentiated with backend='dual') is not supported "
             "(capabilities.nested=False). Use backend='tape', 'torch', 'jax' or 'autograd' "
             "for higher-order derivatives."
         )
-    values = [np.asarray(leaf) if on else None for leaf, on in zip(leaves, active, strict=True)]
-    width = sum(v.size for v in values if v is not None)
-    token = _WIDTH.set(width)
-    try:
-        traced: list[Any] = []
-        offset = 0
-        for leaf, value in zip(leaves, values, strict=True):
-            if value is None:
-                traced.append(leaf)
-                continue
-            seed = np.zeros((value.size, width), dtype=value.dtype)
-            seed[np.arange(value.size), offset + np.arange(value.size)] = 1.0
-            offset += value.size
-            # The user's own array is the value (not a copy): a mutating f mutates it,
-            # as a plain call would.
-            base = leaf if isinstance(leaf, np.ndarray) else value
-            traced.append(DualArray(base, seed.reshape((*value.shape, width))))
-        loss, out = fn(traced)
-    finally:
-        _WIDTH.reset(token)
-    flat = loss.tangent.reshape(width) if isinstance(loss, DualArray) else np.zeros(width)
-    grads: list[Any | None] = []
-    offset = 0
-    for leaf, value in zip(leaves, values, strict=True):
-        if value is None:
-            grads.append(None)
-            continue
-        grad = flat[offset : offset + value.size].reshape(value.shape).astype(value.dtype)
-        offset += value.size
-        grads.append(float(grad) if isinstance(leaf, float) else grad)
-    outs = [o.value if isinstance(o, DualArray) else o for o in out]
-    return outs, grads
+    batch = _batch_size(tangents) if info.batched else 1
+    with tangent_width(batch):
+        traced = [
+            _seed(leaf, tangent, info.batched) if on else leaf
+            for leaf, on, tangent in zip(leaves, active, tangents, strict=True)
+        ]
+        diffs, out = fn(traced)
+    out_tangents = [_tangent_of(y, batch, info.batched) for y in diffs]
+    return [o.value if isinstance(o, DualArray) else o for o in out], out_tangents
+
+
+def _batch_size(tangents: Sequence[Any]) -> int:
+    return next((int(np.shape(t)[0]) for t in tangents if t is not None), 0)
+
+
+def _seed(leaf: Any, tangent: Any, batched: bool) -> DualArray:
+    """The active ``leaf`` as a dual number carrying ``tangent`` (batch axis moved last)."""
+    # The user's own array is the value (not a copy): a mutating f mutates it, as a plain
+    # call would. The tangent is always a copy: in-place writes in f change it.
+    value = leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)
+    t = np.asarray(tangent, dtype=value.dtype)
+    t = np.moveaxis(t, 0, -1) if batched else t[..., None]
+    return DualArray(value, np.array(t, order="C"))
+
+
+def _tangent_of(y: Any, batch: int, batched: bool) -> Any:
+    """The tangent of one differentiated output, in the contract's layout: batch axis
+    first (or none), the output's dtype; zeros for an output that is a constant."""
+    if isinstance(y, DualArray):
+        t = y.tangent.astype(y.dtype, copy=False)
+        return np.array(np.moveaxis(t, -1, 0)) if batched else t[..., 0].copy()
+    value = np.asarray(y)
+    if not batched:
+        return 0.0 if isinstance(y, float) else np.zeros(value.shape, value.dtype)
+    return np.zeros((batch, *value.shape), value.dtype)

@@ -12,29 +12,36 @@ from importlib import metadata
 from typing import Any
 
 from adswitch.errors import BackendUnavailableError
-from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, OutputFn, hookimpl
 
 __all__ = ["DualBackend", "adswitch_backend"]
 
 
 class DualBackend(BackendBase):
-    """Forward-mode dual numbers over numpy: one pass per gradient, cost ~ inputs x forward.
+    """Forward-mode dual numbers over numpy, implementing only the ``jvp`` primitive.
+
+    adswitch derives every other primitive from it (``adswitch.derive``): a gradient or a
+    pullback is one batched ``jvp`` over the inputs' basis (cost ~ inputs x forward pass),
+    a Jacobian the same batch. ``ad.hessian``/``ad.hvp`` need nesting, which this engine
+    declares it lacks, so they raise ``UnsupportedError``.
 
     Example:
         >>> import numpy as np
-        >>> from adswitch.spec import CallInfo
-        >>> from adswitch_dual import namespace as xp
+        >>> from adswitch.spec import CallInfo, implements
         >>> def fn(leaves):
-        ...     loss = xp.sum(leaves[0] ** 2)
-        ...     return loss, [loss]
-        >>> DualBackend().value_and_grad(fn, [np.array([3.0])], [True], CallInfo())[1][0]
-        array([6.])
+        ...     y = leaves[0] ** 2
+        ...     return [y], [y]
+        >>> DualBackend().jvp(fn, [np.array([3.0])], [True], [np.array([1.0])], CallInfo())[1]
+        [array([6.])]
+        >>> implements(DualBackend(), "jvp"), implements(DualBackend(), "value_and_grad")
+        (True, False)
     """
 
     name = "dual"
     install_hint = 'pip install "adswitch-dual"  (or: pip install ./examples/adswitch-dual)'
     # Honest: forward mode is exact through in-place writes (every array carries the
-    # derivative of what it holds now), but does not nest.
+    # derivative of what it holds now), pushes a whole batch of tangents in one pass,
+    # but does not nest.
     capabilities = Capabilities(
         nested=False,
         mutation=True,
@@ -44,6 +51,8 @@ class DualBackend(BackendBase):
         dtypes=("float32", "float64"),
         array_kinds=("numpy",),
         compiles=False,
+        forward=True,
+        batching=True,
     )
     array_modules: tuple[str, ...] = ("adswitch_dual",)
 
@@ -55,12 +64,24 @@ class DualBackend(BackendBase):
                 f"the dual engine's distribution is not installed; run {self.install_hint}"
             ) from exc
 
-    def value_and_grad(
-        self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
-    ) -> tuple[list[Any], list[Any | None]]:
-        from adswitch_dual.engine import value_and_grad
+    def namespace(self, arrays: Sequence[Any]) -> Any:
+        # adswitch asks the engine (not the array type) for the namespace inside f, so
+        # DualArray needs no reference back up to the namespace module built on it.
+        from adswitch_dual import namespace
 
-        return value_and_grad(fn, leaves, active, info)
+        return namespace
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        from adswitch_dual.engine import jvp
+
+        return jvp(fn, leaves, active, tangents, info)
 
 
 @hookimpl
