@@ -249,7 +249,9 @@ def _vjp_by_columns(
                 start, size = layout.offsets[k], layout.sizes[k]
                 if batched:
                     piece = total[:, start : start + size]
-                    grads[i] = xp.reshape(piece, (piece.shape[0], *layout.shapes[k]))
+                    grads[i] = _in_dtype_of(
+                        xp.reshape(piece, (piece.shape[0], *layout.shapes[k])), leaves[i]
+                    )
                 else:
                     grads[i] = _like(engine, total[start : start + size], leaves[i])
                 k += 1
@@ -322,7 +324,7 @@ def jvp(
         start, size = out_layout.offsets[k], out_layout.sizes[k]
         if info.batched:
             piece = total[:, start : start + size]
-            out_tangents.append(xp.reshape(piece, (piece.shape[0], *shape_of(y))))
+            out_tangents.append(_in_dtype_of(xp.reshape(piece, (piece.shape[0], *shape_of(y))), y))
         else:
             out_tangents.append(_like(engine, total[start : start + size], y))
     return out, out_tangents
@@ -396,9 +398,20 @@ def _stack_columns(engine: Backend, runs: list[list[Any]]) -> list[Any]:
 
 
 def _like(engine: Backend, flat: Any, leaf: Any) -> Any:
-    """A flat piece of a result, shaped like ``leaf`` (for a Python float, its one
-    element: made a float at top level by the front end, kept traced when nested)."""
+    """A flat piece of a result, shaped like ``leaf`` and in its dtype (for a Python float,
+    its one element: made a float at top level by the front end, kept traced when
+    nested)."""
     if isinstance(leaf, float):
         return flat[0]
     xp = array_namespace(flat)
-    return xp.reshape(flat, shape_of(leaf))
+    return _in_dtype_of(xp.reshape(flat, shape_of(leaf)), leaf)
+
+
+def _in_dtype_of(value: Any, like: Any) -> Any:
+    """``value`` cast to ``like``'s dtype (a result of a derived primitive is in the dtype
+    of what it belongs to: a gradient in its leaf's, a tangent in its output's)."""
+    dtype = getattr(like, "dtype", None)
+    if dtype is None or numpy_dtype(value.dtype) == numpy_dtype(dtype):
+        return value
+    xp = array_namespace(value)
+    return xp.astype(value, getattr(xp, numpy_dtype(dtype).name, dtype))
