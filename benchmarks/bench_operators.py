@@ -289,7 +289,7 @@ def compact_table(results: dict[str, list[Row]]) -> None:
         "\n### Summary (adswitch / the engine's own best call; Jacobians: adswitch's best mode)\n"
     )
     print_table(
-        ["workload", *(f"{e} / {b}" for e, b in columns)],
+        ["workload", *(f"adswitch({e}) / best {b}" for e, b in columns)],
         [[wl, *(cells.get((e, b, wl), "-") for e, b in columns)] for wl in workloads],
     )
 
@@ -360,8 +360,10 @@ def main(argv: Sequence[str]) -> None:
             details += [[name, label, fmt_seconds(s)] for label, s in medians.items()]
         results[engine] = rows
         engine_table(engine, rows)
+        if notes:
+            print()
         for note in notes:
-            print(f"\nnote: {note}")
+            print(f"note: {note}")
         if options.details:
             print()
             print_table(["workload", "contender", "median"], details)
