@@ -16,9 +16,7 @@ end. ``--profile`` then prints a cProfile of adswitch on the tiny workload.
 from __future__ import annotations
 
 import cProfile
-import gc
 import pstats
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,34 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import jax
 import jax.numpy as jnp
-from timing import RawLossFn, calibrate, fmt_seconds, print_table, time_once
+from timing import RawLossFn, compare_batches, fmt_seconds, print_table
 from workloads import WORKLOADS
 
 import adswitch as ad
 
 TARGETS = {"tiny": 1.5, "mlp": 1.05}
-
-
-def compare(
-    contenders: dict[str, Callable[[], Any]], rounds: int = 150, batch_s: float = 0.002
-) -> dict[str, float]:
-    """Median seconds per call, contenders alternating in short batches (~2 ms each).
-
-    The machine is shared: short alternating batches (instead of ``timing.compare``'s
-    20 ms ones) keep a change of load from landing on one contender only.
-    """
-    inner = {name: calibrate(fn, batch_s) for name, fn in contenders.items()}
-    samples: dict[str, list[float]] = {name: [] for name in contenders}
-    names = list(contenders)
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(rounds):
-            for name in names[r % 2 :] + names[: r % 2]:  # alternate who goes first
-                samples[name].append(time_once(contenders[name], inner[name]))
-    finally:
-        gc.enable()
-    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 # The differentiable arguments come first; every workload differentiates only its first
@@ -129,7 +105,7 @@ def breakdown() -> None:
 
     raw_fn = RawLossFn(fn)
     info = CallInfo(depth=0, cache_key=(loss, "bench"), entry="gradient", func=loss)
-    medians = compare(
+    medians = compare_batches(
         {
             "jax.jit(jax.grad)": lambda: direct(x),
             "engine.value_and_grad": lambda: engine.value_and_grad(raw_fn, [x], [True], info),
@@ -151,7 +127,7 @@ def main(profile: bool = False) -> None:
         for name in ("tiny", "chain", "mlp", "nested"):
             contenders = build(name)
             _check(contenders)
-            medians = compare(contenders)
+            medians = compare_batches(contenders)
             ours, theirs = medians["adswitch"], medians["jax.jit(jax.grad)"]
             ratio = ours / theirs
             target = TARGETS.get(name)
