@@ -16,7 +16,7 @@ import numpy as np
 
 from adswitch import derive, trees
 from adswitch.accepts import check_flag
-from adswitch.bases import Layout, basis, block, shape_of
+from adswitch.bases import Layout, basis, block, numpy_dtype, shape_of
 from adswitch.call import Started, running, start
 from adswitch.errors import UsageError
 from adswitch.namespace import array_namespace
@@ -55,8 +55,9 @@ def jacobian(
         has_aux: ``f`` returns ``(y, aux)``; the call then returns ``(jacobian, aux)``.
 
     Returns:
-        The layout of ``jax.jacrev(f, argnums=<every position>)``: for ``y`` one array, a
-        tuple with one entry per argument -- ``None`` for ``Const``, else a tree like the
+        The layout of ``jax.jacrev(f, argnums=<every position>)``, each block in the
+        promoted dtype of its output and input (the same in every mode): for ``y`` one
+        array, a tuple with one entry per argument -- ``None`` for ``Const``, else a tree like the
         argument whose leaves have shape ``y.shape + leaf.shape`` (``None`` at leaves that
         are not floating, and at the later places of a tied array). For a tree ``y``, the
         tree of ``y`` with each floating leaf replaced by such a tuple.
@@ -172,11 +173,9 @@ def _row_blocks(
                 per_leaf.append(None)
                 continue
             xp = array_namespace(r)
-            per_leaf.append(
-                block(
-                    xp, r, start_k, start_k + size_k, out_layout.shapes[k], shape_of(plan.leaves[u])
-                )
-            )
+            lead, trail = out_layout.shapes[k], shape_of(plan.leaves[u])
+            piece = block(xp, r, start_k, start_k + size_k, lead, trail)
+            per_leaf.append(promoted(piece, diffs[k], plan.leaves[u]))
         per_output.append(per_leaf)
     return per_output
 
@@ -200,10 +199,23 @@ def _column_blocks(
             piece = block(xp, col, start_a, start_a + in_layout.sizes[a], x_shape, y_shape)
             nx = len(x_shape)
             order = (*range(nx, nx + len(y_shape)), *range(nx))
-            per_leaf[u] = xp.permute_dims(piece, order) if nx and y_shape else piece
+            piece = xp.permute_dims(piece, order) if nx and y_shape else piece
+            per_leaf[u] = promoted(piece, diffs[k], plan.leaves[u])
             a += 1
         per_output.append(per_leaf)
     return per_output
+
+
+def promoted(piece: Any, y: Any, x: Any) -> Any:
+    """A block in the promoted dtype of its output and its input, whichever mode computed
+    it (reverse mode works in the input's dtype, forward mode in the output's)."""
+    y_dtype = numpy_dtype(getattr(y, "dtype", None))
+    x_dtype = numpy_dtype(getattr(x, "dtype", None))
+    wanted = np.promote_types(y_dtype, x_dtype)
+    if numpy_dtype(piece.dtype) == wanted:
+        return piece
+    xp = array_namespace(piece)
+    return xp.astype(piece, getattr(xp, wanted.name))
 
 
 def _choose(mode: str, engine: Backend, info: CallInfo, n_inputs: int, plan: Plan) -> str:

@@ -83,7 +83,7 @@ def select(backend: str | Backend | None, leaves: Sequence[Any], registry: Regis
         chosen = resolve(backend, registry)
         if outer is not None and chosen is not outer:
             raise UnsupportedError(
-                f"this gradient runs inside a differentiation on engine {outer.name!r} but "
+                f"this call runs inside a differentiation on engine {outer.name!r} but "
                 f"asks for {chosen.name!r}; engines cannot differentiate through each other. "
                 f"Drop backend= on the inner call (it defaults to {outer.name!r})."
             )

@@ -548,11 +548,6 @@ def test_nested_operators_refuse_with_the_fix(inner: Callable[[Any], Any]) -> No
     np.testing.assert_array_equal(shadow, 7.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="front end: adswitch.derive builds gradients from jvp columns without casting "
-    "them to the leaf's dtype (float64 loss, float32 leaf -> float64 gradient)",
-)
 def test_gradient_has_the_leaf_dtype_when_the_loss_is_wider() -> None:
     x = np.array([1.0, 2.0], dtype=np.float32)
 
