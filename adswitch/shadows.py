@@ -102,7 +102,12 @@ def check_shadow_leaf(val: Any, shadow: Any, path: str) -> None:
             f"dval at {path} has dtype {shadow.dtype} but val has dtype {val.dtype}; {fix}."
         )
     owner = None if type(shadow) is np.ndarray else default_registry().owner(shadow)
-    if owner is not None and not owner.writable(shadow):
+    try:
+        writable = owner is None or owner.writable(shadow)
+    except ActivityError as exc:  # the engine's reason; the front end knows where
+        raise ActivityError(f"dval at {path}: {exc}") from None
+    if not writable:
+        assert owner is not None
         raise ActivityError(
             f"dval at {path} is {describe(shadow)}, which engine {owner.name!r} cannot update "
             "in place (its arrays are immutable). Pass the argument plain and use the "

@@ -311,8 +311,10 @@ class Backend(Protocol):
 
         Returns:
             ``(out_leaves, grads)``. ``out_leaves``: ``fn``'s output leaves made concrete
-            -- no traced values of this call -- arrays as numpy when no leaf was an
-            array of this engine, else as the engine's arrays; other objects unchanged.
+            -- no traced values of this call -- arrays in the caller's array kind (numpy
+            when no leaf was an array of this engine, else the engine's arrays, or the
+            kind every array argument had when the engine converted foreign arrays);
+            other objects unchanged.
             ``grads``: per leaf, ``None`` where inactive, else the gradient with the
             leaf's type, shape, dtype and device (a Python float for a Python float),
             zeros for a leaf ``fn`` did not use.
@@ -393,12 +395,16 @@ class Backend(Protocol):
         ...
 
     def zeros_like(self, value: Any) -> Any:
-        """A zero array like ``value`` (same kind, shape, dtype, device)."""
+        """A zero array like ``value`` (same kind, shape, dtype, device) -- the default
+        shadow of ``Duplicated(value)`` (``ad.make_zero``). An engine may hand out its own
+        gradient buffer instead (torch: a parameter's ``.grad``), as long as writing into it
+        with ``zero=True`` gives exactly the gradient."""
         ...
 
     def writable(self, value: Any) -> bool:
         """Whether ``add_into`` can write into the array ``value`` in place (checked for
-        every shadow before ``f`` runs, so that nothing is half-written later)."""
+        every shadow before ``f`` runs, so that nothing is half-written later). May raise
+        ``ActivityError`` with a more precise reason; the front end adds the key path."""
         ...
 
     def may_alias(self, a: Any, b: Any) -> bool:

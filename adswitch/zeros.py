@@ -27,7 +27,9 @@ def make_zero(tree: Any) -> Any:
     """A zero shadow of ``tree``: same structure and container types, aliasing preserved.
 
     Floating arrays become zero arrays of the same kind, shape, dtype and device (one
-    shadow per array *object*, so a parameter tied at two places has one shadow);
+    shadow per array *object*, so a parameter tied at two places has one shadow) -- or
+    the engine's own gradient buffer where it has one (a torch parameter's ``.grad``, so
+    that a ``torch.optim`` step sees the gradient; ``zero=True`` calls overwrite it);
     Python floats become ``0.0``; every other leaf (ints, strings, integer arrays,
     callables) is kept as the same object, since it never receives a gradient.
 
