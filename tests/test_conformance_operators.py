@@ -120,6 +120,19 @@ def test_a_pullback_inconsistent_with_the_forward_mode_is_wrong(engines: Any) ->
     assert record.outcome == WRONG and "disagree" in record.message
 
 
+def test_a_jvp_inconsistent_with_the_pullback_is_wrong(engines: Any) -> None:
+    """Right tangents, but the pullback the adjoint check calls is off by 1 %."""
+
+    def skewed_vjp(entry: str, fn: Any, args: tuple[Any, ...], *rest: Any, **kw: Any) -> Any:
+        out = _fd(entry, fn, args, *rest, **kw)
+        if entry != "vjp":
+            return out
+        return out[0], lambda u: tuple(g if g is None else g * 1.01 for g in out[1](u))
+
+    record = run_case(CASES["operators.jvp_array"], "fd", caller=skewed_vjp)
+    assert record.outcome == WRONG and "disagree" in record.message
+
+
 def test_a_pullback_that_fails_when_reused_is_error(engines: Any) -> None:
     def single_use(entry: str, fn: Any, args: tuple[Any, ...], *rest: Any, **kw: Any) -> Any:
         if entry != "vjp":

@@ -236,7 +236,7 @@ CASES = [
         tree_loss,
         tree_loss_args,
         entry="hvp",
-        seeds=lambda: ({"W": arr(425, 3, 2), "b": arr(426, 2), "scale": 0.5, "name": None}, None),
+        seeds=lambda: ({"W": arr(425, 2, 2), "b": arr(426, 2), "scale": 0.5, "name": None}, None),
         requires=NESTED,
     ),
     Case(

@@ -11,7 +11,7 @@ import numpy as np
 import adswitch as ad
 
 from .case import Case, arr
-from .cases_nested import _seed_args, _two_branch
+from .cases_nested import _two_branch
 
 F = "operators"
 NESTED = ("nested",)
@@ -133,16 +133,22 @@ def _ntk_trace_ref(p: dict[str, Any], x: Any) -> Any:
     return np.sum(J_W**2) + np.sum(h**2)
 
 
+def _seed_jacobian_args() -> tuple[Any, ...]:
+    """Seed 000's parameters (width 6) and tuple input, on a batch of 3 points."""
+    ps = {"W1": arr(526, 6, 2), "b1": arr(527, 6, 1), "W2": arr(528, 6, 1), "b2": arr(529, 6, 1)}
+    return ps, ((arr(530, 2, 3), arr(531, 1, 3)), arr(532, 2, 3))
+
+
 def _seed_jacobian_loss(ps: dict[str, Any], data: Any) -> Any:
     (u, t), targets = data
     xp = ad.array_namespace(u, targets)
-    J = ad.jacobian(lambda u_: _two_branch(ps, u_, t, "tanh"), u)[0]  # (6, 5, 2, 5)
+    J = ad.jacobian(lambda u_: _two_branch(ps, u_, t, "tanh"), u)[0]  # (6, 3, 2, 3)
     return xp.mean(J**2) + xp.mean(xp.sum(J, axis=(0, 1)) * targets)
 
 
 def _seed_jacobian_ref(ps: dict[str, Any], data: Any) -> Any:
     (u, _t), targets = data
-    s = 1 - np.tanh(ps["W1"] @ u + ps["b1"]) ** 2  # (6, 5)
+    s = 1 - np.tanh(ps["W1"] @ u + ps["b1"]) ** 2  # (6, 3)
     J = np.einsum("in,ik,nm->inkm", s, ps["W1"], np.eye(u.shape[1]))
     return np.mean(J**2) + np.mean(np.sum(J, axis=(0, 1)) * targets)
 
@@ -232,9 +238,9 @@ CASES = [
         "operators.seed000_input_jacobian",
         F,
         "seed 000's two-branch tanh network on its tuple input with the inner gradient "
-        "replaced by the full input Jacobian (6, 5, 2, 5) inside the loss",
+        "replaced by the full input Jacobian (6, 3, 2, 3) inside the loss",
         _seed_jacobian_loss,
-        _seed_args,
+        _seed_jacobian_args,
         ref_fn=_seed_jacobian_ref,
         requires=NESTED,
     ),

@@ -164,8 +164,8 @@ def tree_loss(p: dict[str, Any], x: Any) -> Any:
 
 
 def tree_loss_args() -> tuple[Any, ...]:
-    p = {"W": arr(406, 3, 2), "b": arr(407, 2), "scale": 0.75, "name": "head"}
-    return p, ad.Const(arr(408, 4, 3))
+    p = {"W": arr(406, 2, 2), "b": arr(407, 2), "scale": 0.75, "name": "head"}
+    return p, ad.Const(arr(408, 3, 2))
 
 
 def dense_loss(model: Any, x: Any) -> Any:
