@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adswitch_conformance.case import FAMILIES, Case
+from adswitch_conformance.case import ENTRIES, FAMILIES, GRADIENT_ENTRIES, TREE_ENTRIES, Case
 from adswitch_conformance.cases import catalogue
+from adswitch_conformance.dense import Ref
 from adswitch_conformance.docs import render
 from adswitch_conformance.reference import (
     build_expected,
@@ -18,8 +19,10 @@ from adswitch_conformance.reference import (
     first_output,
     unwrap,
 )
+from adswitch_conformance.reference_ops import build_operator_expected
 from adswitch_conformance.trees import leaves
 
+from adswitch.errors import ActivityError
 from adswitch.spec import Capabilities
 
 CASES = catalogue()
@@ -39,11 +42,12 @@ def test_catalogue_is_large_and_ids_are_unique() -> None:
 def test_case_is_well_formed(case: Case) -> None:
     assert case.family in FAMILIES and case.id.startswith(case.family + ".")
     assert "\n" not in case.description and 20 < len(case.description) < 200
-    assert case.entry in ("gradient", "withgradient")
+    assert case.entry in ENTRIES
     for name in case.requires:
         assert name in CAPABILITY_FIELDS or name in ("float32", "float16") or name in PROPOSED
     if case.family == "nested":
         assert case.ref_fn is not None, "nested references must not call ad.gradient"
+    _check_operator_fields(case)
     first, second = case.make_args(), case.make_args()
     first_ids = {id(x) for x in leaves(list(first)) if isinstance(x, np.ndarray)}
     assert not first_ids & {id(x) for x in leaves(list(second)) if isinstance(x, np.ndarray)}
@@ -56,7 +60,24 @@ def test_case_is_well_formed(case: Case) -> None:
         assert dtypes <= {"float64"}
 
 
-CLOSED = [c for c in CASES if c.closed_form is not None]
+def _check_operator_fields(case: Case) -> None:
+    """Each keyword only where the entry takes it; seeds exactly where it needs them."""
+    assert (case.seeds is not None) == (case.entry in ("vjp", "jvp", "hvp"))
+    assert case.mode == "auto" or case.entry == "jacobian"
+    assert not case.has_aux or case.entry in ("vjp", "jvp", "jacobian")
+    assert case.closed_form is None or case.entry in (*GRADIENT_ENTRIES, *TREE_ENTRIES)
+    if case.family == "operators":
+        assert case.entry != "withgradient"
+        if "nested" in case.requires and case.entry not in ("hessian", "hvp"):
+            # an operator inside f: the reference writes it in closed form
+            assert case.ref_fn is not None
+        if case.entry in ("hessian", "hvp") and case.raises is not ActivityError:
+            assert "nested" in case.requires  # the front end needs a nesting engine
+    if case.entry in GRADIENT_ENTRIES and case.family != "operators":
+        assert case.seeds is None and not case.has_aux
+
+
+CLOSED = [c for c in CASES if c.closed_form is not None and c.entry in GRADIENT_ENTRIES]
 # Cases given in closed form because the default step cannot resolve them.
 FD_STEPS = {"basics.float64_precision": 1e-7}
 
@@ -77,24 +98,47 @@ def test_closed_forms_agree_with_finite_differences(case: Case) -> None:
         )
 
 
+CLOSED_OPERATORS = [c for c in CASES if c.closed_form is not None and c.entry in TREE_ENTRIES]
+
+
+@pytest.mark.parametrize("case", CLOSED_OPERATORS, ids=lambda c: c.id)
+def test_operator_closed_forms_agree_with_finite_differences(case: Case) -> None:
+    args = case.make_args()
+    closed = build_operator_expected(case, args).tree
+    numeric = build_operator_expected(dataclasses.replace(case, closed_form=None), args).tree
+    pairs = list(zip(leaves(closed), leaves(numeric), strict=True))
+    assert any(isinstance(a, Ref) for a, _ in pairs), "nothing compared"
+    for a, b in pairs:
+        assert (a is None) == (b is None)
+        if isinstance(a, Ref):
+            np.testing.assert_allclose(a.value, b.value, rtol=1e-7, atol=1e-8 + 4 * np.max(b.error))
+
+
 NESTED = [c for c in CASES if c.ref_fn is not None]
+# Inner operators by finite differences of finite differences: loose agreement only.
+LOOSE = {"nested.third_order", "operators.hvp_inside_gradient"}
 
 
 @pytest.mark.parametrize("case", NESTED, ids=lambda c: c.id)
 def test_ref_fn_equals_fn_with_a_finite_difference_engine(case: Case, fresh_registry: Any) -> None:
-    """Each ref_fn writes the inner gradients by hand; the tests' finite-difference engine
-    computes them numerically instead: the two values must agree."""
+    """Each ref_fn writes the inner gradients (or operators) by hand; the tests'
+    finite-difference engine computes them numerically instead: the two must agree."""
+    from dataclasses import replace
+
     from fd_engine import FiniteDifferenceBackend
 
     import adswitch as ad
 
-    fresh_registry.add(FiniteDifferenceBackend())
+    engine = FiniteDifferenceBackend()
+    # At top level nothing encloses its calls, so it may compute second derivatives.
+    engine.capabilities = replace(engine.capabilities, nested=True)
+    fresh_registry.add(engine)
     vals = [unwrap(a)[1] for a in case.make_args()]
-    expected = float(np.asarray(case.ref_fn(*vals)))  # type: ignore[misc]
+    expected = np.asarray(first_output(case.ref_fn(*vals)))  # type: ignore[misc]
     with ad.use("fd"):
-        got = float(np.asarray(first_output(case.fn(*vals))))
-    rtol = 1e-2 if case.id == "nested.third_order" else 1e-5
-    assert abs(got - expected) <= rtol * max(1.0, abs(expected))
+        got = np.asarray(first_output(case.fn(*vals)))
+    rtol = 1e-2 if case.id in LOOSE else 1e-5
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
 
 
 def _inner_fd(f: Any, x: np.ndarray) -> np.ndarray:
@@ -134,18 +178,27 @@ def test_docs_page_is_up_to_date() -> None:
 def test_finite_difference_references_are_far_tighter_than_the_tolerance() -> None:
     """The reference's error estimate widens the tolerance; it must stay negligible, or
     a slightly wrong engine (say, float32 inside) could pass."""
-    worst = 0.0
+    worst = {"first": 0.0, "second": 0.0}
     for case in CASES:
         if case.raises or case.check or case.closed_form:
             continue
-        expected = build_expected(case, case.make_args())
-        for arg in expected.args:
-            for path, err in arg.errors.items():
-                grad = arg.grads.get(path)
-                if grad is not None:
-                    ratio = np.max(np.asarray(err) / np.maximum(1.0, np.abs(grad)))
-                    worst = max(worst, float(ratio))
-    assert worst < 1e-10
+        if case.entry in GRADIENT_ENTRIES:
+            expected = build_expected(case, case.make_args())
+        else:
+            expected = build_operator_expected(case, case.make_args())
+        pairs = [
+            (arg.grads.get(path), err)
+            for arg in [*expected.args, *(e for call in expected.per_call for e in call)]
+            for path, err in arg.errors.items()
+        ]
+        pairs += [(ref.value, ref.error) for ref in leaves(expected.tree) if isinstance(ref, Ref)]
+        order = "second" if case.entry in ("hessian", "hvp") else "first"
+        for value, err in pairs:
+            if value is not None:
+                ratio = np.max(np.asarray(err) / np.maximum(1.0, np.abs(value)))
+                worst[order] = max(worst[order], float(ratio))
+    # second differences lose more to rounding (eps / h^2) but stay far below rtol 1e-8
+    assert worst["first"] < 1e-10 and worst["second"] < 1e-9, worst
 
 
 def test_max_ties_check_accepts_splits_and_rejects_double_counting() -> None:

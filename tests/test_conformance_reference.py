@@ -7,7 +7,10 @@ from typing import Any
 
 import numpy as np
 from adswitch_conformance.case import Case
+from adswitch_conformance.dense import Ref, dense_hessian, dense_jacobian
 from adswitch_conformance.reference import build_expected, finite_differences
+from adswitch_conformance.reference_ops import build_operator_expected
+from adswitch_conformance.trees import leaves_with_paths
 
 import adswitch as ad
 
@@ -80,3 +83,63 @@ def test_expected_marks_const_ties_and_nondifferentiable_leaves() -> None:
     assert tied.grads["args[1]['p']"] is None and tied.grads["args[1]['q']"] is None
     assert const.kind == "const" and not const.grads
     assert expected.output == case.fn(*[a if not isinstance(a, ad.Const) else a.val for a in args])
+
+
+def test_dense_jacobian_matches_a_closed_form_across_leaves() -> None:
+    x, s = np.array([0.3, -0.8, 1.1]), 0.7
+    J, errors, inputs, outputs = dense_jacobian(
+        lambda a: (np.sin(a[0]) * a[1], {"sum": np.sum(a[0] ** 2)}), [x, s], [True, True]
+    )
+    exact = np.zeros((4, 4))
+    exact[:3, :3] = np.diag(np.cos(x) * s)
+    exact[:3, 3] = np.sin(x)
+    exact[3, :3] = 2 * x
+    np.testing.assert_allclose(J, exact, rtol=1e-10, atol=1e-11)
+    assert np.all(errors < 1e-9)
+    assert [i.path for i in inputs] == ["args[0]", "args[1]"] and inputs[1].python_float
+    assert [o.path for o in outputs] == ["y[0]", "y[1]['sum']"]
+
+
+def test_dense_hessian_matches_a_closed_form_with_cross_terms() -> None:
+    x, y = np.array([0.4, -0.2]), np.array([1.3, 0.5])
+    H, errors, _ = dense_hessian(
+        lambda a: float(np.sum(np.exp(a[0]) * a[1] ** 2)), [x, y], [True, True]
+    )
+    exact = np.zeros((4, 4))
+    exact[:2, :2] = np.diag(np.exp(x) * y**2)
+    exact[:2, 2:] = exact[2:, :2] = np.diag(2 * np.exp(x) * y)
+    exact[2:, 2:] = np.diag(2 * np.exp(x))
+    np.testing.assert_allclose(H, exact, rtol=1e-9, atol=1e-10)
+    assert np.all(errors < 1e-8)
+
+
+def _leaf_refs(tree: Any) -> list[Any]:
+    return [leaf for _, leaf in leaves_with_paths(tree, "r")]
+
+
+def test_jacobian_layout_ties_const_and_non_floats() -> None:
+    w = np.array([0.5, -1.0])
+    case = Case(
+        "o.j", "operators", "test", lambda a, b, c, d: a * b * c * d["k"], lambda: (),
+        entry="jacobian",
+    )  # fmt: skip
+    expected = build_operator_expected(case, (w, w, ad.Const(np.ones(2)), {"k": 2.0, "s": "x"}))
+    first, later, const, tree = expected.tree
+    assert isinstance(first, Ref) and later is None and const is None
+    np.testing.assert_allclose(first.value, np.diag(2 * w * 2.0), rtol=1e-9)
+    assert isinstance(tree["k"], Ref) and tree["k"].value.shape == (2,) and tree["s"] is None
+
+
+def test_hessian_layout_is_a_tree_of_trees() -> None:
+    case = Case(
+        "o.h", "operators", "test", lambda p, c: np.sum(p["W"] ** 2) * p["b"] * c, lambda: (),
+        entry="hessian",
+    )  # fmt: skip
+    p = {"W": np.ones((2, 2)), "b": 1.5, "n": "x"}
+    h_p, h_c = build_operator_expected(case, (p, ad.Const(2.0))).tree
+    assert h_c is None and set(h_p) == {"W", "b", "n"} and h_p["n"] is None
+    row_w, row_c = h_p["W"]
+    assert row_w["W"].value.shape == (2, 2, 2, 2) and row_w["b"].value.shape == (2, 2)
+    assert row_w["n"] is None and row_c is None
+    np.testing.assert_allclose(row_w["b"].value, 2 * p["W"] * 2.0, rtol=1e-8)
+    assert h_p["b"][0]["b"].python_float and abs(h_p["b"][0]["b"].value) < 1e-8

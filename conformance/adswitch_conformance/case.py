@@ -9,7 +9,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Case", "Tolerance", "DEFAULT_TOL", "FAMILIES", "arr", "pos"]
+__all__ = [
+    "Case",
+    "Tolerance",
+    "DEFAULT_TOL",
+    "FAMILIES",
+    "ENTRIES",
+    "GRADIENT_ENTRIES",
+    "TREE_ENTRIES",
+    "arr",
+    "pos",
+]
 
 Tolerance = tuple[float, float]
 """``(rtol, atol)``: a value passes when ``|got - ref| <= atol + rtol * |ref| + fd_error``."""
@@ -18,8 +28,25 @@ DEFAULT_TOL: Mapping[str, Tolerance] = MappingProxyType(
     {"float64": (1e-8, 1e-10), "float32": (2e-3, 2e-4), "float16": (2e-2, 2e-2)}
 )
 
-FAMILIES = ("basics", "ops", "trees", "activity", "ties", "nested", "mutation", "hygiene")
+FAMILIES = (
+    "basics",
+    "ops",
+    "trees",
+    "activity",
+    "ties",
+    "nested",
+    "mutation",
+    "hygiene",
+    "operators",
+)
 """Catalogue families in the order the reports list them."""
+
+GRADIENT_ENTRIES = ("gradient", "withgradient")
+ENTRIES = (*GRADIENT_ENTRIES, "vjp", "jvp", "jacobian", "hessian", "hvp", "derivative")
+"""The ``adswitch`` functions a case can call (``Case.entry``)."""
+
+# Entries whose result is one tree compared leaf by leaf (closed forms give that tree).
+TREE_ENTRIES = ("jacobian", "hessian", "derivative")
 
 
 @dataclass(frozen=True)
@@ -34,8 +61,11 @@ class Case:
             ``ad.gradient`` for nested cases).
         make_args: returns fresh arguments (float64 numpy trees with activity wrappers)
             on every call.
-        entry: ``"gradient"`` or ``"withgradient"``.
-        zero: the ``zero=`` keyword.
+        entry: one of :data:`ENTRIES`: ``ad.gradient``, ``ad.withgradient``, or an
+            operator (``vjp``, ``jvp``, ``jacobian``, ``hessian``, ``hvp``,
+            ``derivative``). For ``jvp``/``hvp`` the arguments are the primals; for
+            ``derivative`` the first argument is ``x``.
+        zero: the ``zero=`` keyword (gradient entries, ``vjp``, ``hvp``).
         raises: the exception the call must raise (an ``AdswitchError`` subclass, or the
             user's own exception for cases where ``f`` fails); ``None`` for a result.
         also_ok: errors that count as a pass besides the right numbers (e.g.
@@ -43,7 +73,8 @@ class Case:
         ref_fn: a function with the same value as ``fn`` but no ``ad.gradient`` inside
             (inner gradients in closed form); references and plain calls use it.
         closed_form: ``closed_form(*vals) -> per-argument gradient trees`` (``None`` for
-            ``Const``), used instead of finite differences.
+            ``Const``), used instead of finite differences; for ``jacobian``,
+            ``hessian`` and ``derivative`` the operator's whole result in its layout.
         check: ``check(grads, *vals) -> message or None`` for points where the
             derivative is a set (kinks); replaces the reference comparison.
         requires: capability names (fields of ``adswitch.spec.Capabilities``, or a dtype
@@ -53,6 +84,11 @@ class Case:
             (checks ``zero=`` semantics: accumulate or restart).
         second_args: arguments for the hygiene re-run (default: ``make_args`` again);
             different values catch stale caches.
+        has_aux: the ``has_aux=`` keyword (``vjp``, ``jvp``, ``jacobian``).
+        mode: the ``mode=`` keyword of ``jacobian``.
+        seeds: fresh directions on every call: for ``vjp`` the cotangents (each a tree
+            like the differentiated output; the pullback is called once per cotangent,
+            in order), for ``jvp`` and ``hvp`` the tangents (one tree per primal).
     """
 
     id: str
@@ -71,6 +107,9 @@ class Case:
     tol: Mapping[str, Tolerance] = field(default_factory=lambda: DEFAULT_TOL)
     repeat_same: int = 1
     second_args: Callable[[], tuple[Any, ...]] | None = None
+    has_aux: bool = False
+    mode: str = "auto"
+    seeds: Callable[[], tuple[Any, ...]] | None = None
 
     @property
     def expected(self) -> str:
@@ -85,6 +124,10 @@ class Case:
             how = "finite differences of a closed-form inner gradient"
         else:
             how = "finite differences"
+        if self.entry not in GRADIENT_ENTRIES and self.check is None:
+            how = how.replace("finite differences", "dense finite differences")
+        if self.entry in ("vjp", "jvp"):
+            how += "; `<vjp(u), v> = <u, jvp(v)>`"
         if self.also_ok:
             how += " or " + "/".join(e.__name__ for e in self.also_ok)
         return how

@@ -20,6 +20,9 @@ def catalogue() -> list[Case]:
         cases_hygiene,
         cases_mutation,
         cases_nested,
+        cases_operators,
+        cases_operators_matrices,
+        cases_operators_nested,
         cases_ops,
         cases_ties,
         cases_trees,
@@ -35,6 +38,9 @@ def catalogue() -> list[Case]:
         cases_nested,
         cases_mutation,
         cases_hygiene,
+        cases_operators,
+        cases_operators_matrices,
+        cases_operators_nested,
     ):
         cases.extend(module.CASES)
     return cases

@@ -25,6 +25,9 @@ __all__ = [
     "first_output",
     "loss_of",
     "finite_differences",
+    "perturbed",
+    "richardson",
+    "to_float64",
     "unwrap",
     "build_expected",
 ]
@@ -73,7 +76,13 @@ def loss_of(fn: Callable[..., Any], args: Sequence[Any]) -> float:
     return float(np.asarray(first_output(fn(*args)), dtype=np.float64))
 
 
-def _to_float64(leaf: Any) -> Any:
+def to_float64(leaf: Any) -> Any:
+    """A float64 copy of a floating array (a copy of other arrays; other leaves as they are).
+
+    Example:
+        >>> to_float64(np.ones(2, np.float32)).dtype
+        dtype('float64')
+    """
     if is_float_array(leaf):
         return np.array(leaf, dtype=np.float64, copy=True)
     if isinstance(leaf, np.ndarray):
@@ -104,7 +113,7 @@ def finite_differences(
         >>> np.allclose(g["args[0]"], [3.0, 12.0])
         True
     """
-    work = map_unique(_to_float64, list(vals))
+    work = map_unique(to_float64, list(vals))
     grads: dict[str, Any] = {}
     errors: dict[str, Any] = {}
     seen: set[int] = set()
@@ -127,24 +136,51 @@ def finite_differences(
     return grads, errors
 
 
-def _partial(
-    fn: Callable[..., Any], work: list[Any], k: int, index: Any, step: float
-) -> tuple[float, float]:
-    def at(delta: float) -> float:
-        trial = copy.deepcopy(work)
-        flat = leaves(trial)
+def perturbed(work: list[Any], moves: Sequence[tuple[int, Any, float]]) -> list[Any]:
+    """A deep copy of ``work`` with each ``(k, index, delta)`` added: to element ``index``
+    of flat leaf ``k`` (an array; tied uses move together), or to leaf ``k`` itself when
+    ``index`` is ``None`` (a Python float).
+
+    Example:
+        >>> perturbed([np.zeros(2), 1.0], [(0, (1,), 0.5), (1, None, 0.25)])
+        [array([0. , 0.5]), 1.25]
+    """
+    trial = copy.deepcopy(work)
+    flat = leaves(trial)
+    floats = False
+    for k, index, delta in moves:
         if index is not None:
             flat[k][index] += delta
         else:
             flat[k] = flat[k] + delta
-            trial = _unflatten_like(trial, flat)
-        return loss_of(fn, trial)
+            floats = True
+    return _unflatten_like(trial, flat) if floats else trial
 
-    h = step
-    d = [(at(s) - at(-s)) / (2 * s) for s in (h, h / 2, h / 4)]
+
+def richardson(d: Sequence[Any]) -> tuple[Any, Any]:
+    """Two Richardson steps on central differences at steps ``h, h/2, h/4`` (any
+    even-order error expansion): ``(estimate, error estimate)``.
+
+    Example:
+        >>> est, err = richardson([1.0 + 4e-4, 1.0 + 1e-4, 1.0 + 2.5e-5])
+        >>> abs(est - 1.0) < 1e-12
+        True
+    """
     r1 = [(4 * d[1] - d[0]) / 3, (4 * d[2] - d[1]) / 3]
     r2 = (16 * r1[1] - r1[0]) / 15
     return r2, abs(r2 - r1[1])
+
+
+def _partial(
+    fn: Callable[..., Any], work: list[Any], k: int, index: Any, step: float
+) -> tuple[float, float]:
+    def at(delta: float) -> float:
+        return loss_of(fn, perturbed(work, [(k, index, delta)]))
+
+    h = step
+    d = [(at(s) - at(-s)) / (2 * s) for s in (h, h / 2, h / 4)]
+    value, error = richardson(d)
+    return float(value), float(error)
 
 
 @dataclass
@@ -174,12 +210,17 @@ class Expected:
         output: what a plain call of the function returns.
         pre: deep copy of the argument values before the call.
         post: the argument values after a plain call (a mutating ``f`` changes them).
+        tree: for ``jvp``, ``jacobian``, ``hessian``, ``derivative``: the result's tree
+            with a :class:`~adswitch_conformance.dense.Ref` at each compared leaf.
+        per_call: for ``vjp``: per cotangent, what each argument's entry must be.
     """
 
     args: list[ArgExpect]
     output: Any
     pre: list[Any]
     post: list[Any]
+    tree: Any = None
+    per_call: list[list[ArgExpect]] = field(default_factory=list)
 
 
 def _dtype_name(leaf: Any) -> str:

@@ -20,9 +20,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .capabilities import engine_capabilities, has_capability
 from .case import Case
-from .checks import Mismatch, check_grads, check_output, check_state, check_unchanged
-from .reference import Expected, build_expected, unwrap
+from .checks import Mismatch, check_unchanged
+from .consistency import check_adjoint
+from .entries import Caller, Got, ad_caller, invoke
+from .reference import Expected, unwrap
+from .reference_ops import expected_for
+from .verify import verify
 
 __all__ = [
     "PASS",
@@ -42,10 +47,6 @@ __all__ = [
 PASS, UNSUPPORTED, WRONG, ERROR = "pass", "unsupported", "WRONG", "ERROR"
 OUTCOMES = (PASS, UNSUPPORTED, WRONG, ERROR)
 
-Caller = Callable[[str, Callable[..., Any], tuple[Any, ...], str, bool], Any]
-"""``caller(entry, fn, args, backend, zero)`` -> what ``ad.gradient``/``ad.withgradient``
-return. Injectable so that the runner's own logic can be tested without an engine."""
-
 
 @dataclass
 class Record:
@@ -61,15 +62,6 @@ class Record:
         return asdict(self)
 
 
-def _ad_caller(
-    entry: str, fn: Callable[..., Any], args: tuple[Any, ...], backend: str, zero: bool
-) -> Any:
-    import adswitch as ad
-
-    call = ad.gradient if entry == "gradient" else ad.withgradient
-    return call(fn, *args, backend=backend, zero=zero)
-
-
 class ReferenceCache:
     """References computed once per (case, argument set) and shared by every engine."""
 
@@ -81,46 +73,12 @@ class ReferenceCache:
         key = (case.id, which)
         if key not in self._store:
             start = time.perf_counter()
-            self._store[key] = build_expected(case, args)
+            self._store[key] = expected_for(case, args)
             self.seconds += time.perf_counter() - start
         return self._store[key]
 
 
 _DEFAULT_CACHE = ReferenceCache()
-
-
-def has_capability(capabilities: Any, name: str) -> bool:
-    """Whether declared ``capabilities`` include ``name`` (a boolean field, or a dtype,
-    device or array-kind name).
-
-    Example:
-        >>> from adswitch.spec import Capabilities
-        >>> has_capability(Capabilities(nested=True), "nested"), has_capability(
-        ...     Capabilities(), "float32")
-        (True, True)
-    """
-    value = getattr(capabilities, name, None)
-    if isinstance(value, bool):
-        return value
-    groups = ("dtypes", "devices", "array_kinds")
-    return any(name in getattr(capabilities, group, ()) for group in groups)
-
-
-def engine_capabilities(backend: str) -> Any:
-    """The capabilities ``backend`` declares (from ``ad.backends()``).
-
-    Example:
-        >>> engine_capabilities("no-such-engine").nested  # nothing declared
-        False
-    """
-    import adswitch as ad
-
-    for info in ad.backends():
-        if info.name == backend:
-            return info.capabilities
-    from adswitch.spec import Capabilities
-
-    return Capabilities()
 
 
 def _describe(exc: BaseException) -> str:
@@ -152,19 +110,23 @@ def _attempt(
     which: str,
     cache: ReferenceCache,
     caller: Caller,
-) -> tuple[Any, Expected | None, list[Any], list[str]]:
+    fresh: Callable[[], tuple[Any, ...]] | None,
+) -> tuple[Got | None, Expected | None, list[Any], list[str]]:
     """Run the entry on ``args`` and check everything; raise :class:`_Outcome` unless the
-    case passed. Returns what the check needs to re-verify the result later."""
+    case passed. Returns what the check needs to re-verify the result later. ``fresh``
+    makes arguments equal to ``args`` for the extra calls of the adjoint check (``None``:
+    no adjoint check)."""
     from adswitch.errors import AdswitchError
 
     kinds = [unwrap(a)[0] for a in args]
     dvals_before = [
         copy.deepcopy(a.dval) if k == "dup" else None for a, k in zip(args, kinds, strict=True)
     ]
+    seeds = case.seeds() if case.seeds is not None else ()
+    seeds_before = copy.deepcopy(seeds)
     expected = None if case.raises is not None else cache.get(case, which, args)
     try:
-        for _ in range(case.repeat_same):
-            result = caller(case.entry, case.fn, args, backend, case.zero)
+        got = invoke(case, args, backend, caller, seeds)
     except Exception as exc:
         for i, (arg, kind) in enumerate(zip(args, kinds, strict=True)):
             if kind == "dup":
@@ -181,45 +143,63 @@ def _attempt(
             raise _Outcome(
                 UNSUPPORTED, f"declares no {', '.join(missing)}; {_describe(exc)}"
             ) from exc
-        where = "".join(traceback.format_exception(exc)[-3:-1]).strip().splitlines()
-        raise _Outcome(
-            ERROR, _describe(exc) + (f" [at {where[0].strip()}]" if where else "")
-        ) from exc
+        raise _Outcome(ERROR, _describe(exc) + _where(exc)) from exc
     if case.raises is not None:
         raise _Outcome(WRONG, f"expected {case.raises.__name__}, but the call returned")
     assert expected is not None
-    notes = _verify(case, args, result, expected, dvals_before, caps)
-    return result, expected, dvals_before, notes
+    notes = _verify(case, args, got, expected, dvals_before, caps)
+    try:
+        check_unchanged("tangents" if case.entry != "vjp" else "cotangents", seeds, seeds_before)
+        if case.entry in ("vjp", "jvp") and fresh is not None:
+            check_adjoint(case, got, fresh(), backend, caller, seeds, expected.output)
+    except Mismatch as exc:
+        raise _Outcome(WRONG, str(exc)) from exc
+    except Exception as exc:
+        raise _Outcome(ERROR, "adjoint check: " + _describe(exc) + _where(exc)) from exc
+    return got, expected, dvals_before, notes
+
+
+def _where(exc: BaseException) -> str:
+    where = "".join(traceback.format_exception(exc)[-3:-1]).strip().splitlines()
+    return f" [at {where[0].strip()}]" if where else ""
 
 
 def _verify(
     case: Case,
     args: tuple[Any, ...],
-    result: Any,
+    got: Got,
     expected: Expected,
     dvals_before: list[Any],
     caps: Any,
 ) -> list[str]:
     try:
-        grads = result.grad if case.entry == "withgradient" else result
-        if case.check is not None:
-            vals = [unwrap(a)[1] for a in args]
-            problem = case.check(grads, *vals)
-            if problem:
-                raise Mismatch(problem)
-            compared = 1
-        else:
-            compared = check_grads(
-                grads, args, expected, case.tol, dvals_before, case.zero, case.repeat_same
-            )
-        if case.entry == "withgradient":
-            compared += check_output(result.val, expected.output, case.tol)
-        if compared == 0:
-            raise Mismatch("the check compared no leaf")
-        vals = [unwrap(a)[1] for a in args]
-        return check_state(vals, expected, has_capability(caps, "mutation"))
+        return verify(case, args, got, expected, dvals_before, has_capability(caps, "mutation"))
     except Mismatch as exc:
         raise _Outcome(WRONG, str(exc)) from exc
+
+
+def _replay_pullback(
+    case: Case,
+    args: tuple[Any, ...],
+    got: Got | None,
+    expected: Expected,
+    dvals_before: list[Any],
+    caps: Any,
+) -> None:
+    """A ``vjp``'s pullback, called again after other calls, still gives its results
+    (without ``Duplicated`` arguments, whose shadows a new call would change)."""
+    if case.entry != "vjp" or got is None or any(unwrap(a)[0] == "dup" for a in args):
+        return
+    seeds = case.seeds() if case.seeds is not None else ()
+    what = "the pullback, called again after other calls: "
+    try:
+        again = Got(got.result, [got.pullback(u) for u in seeds])
+    except Exception as exc:
+        raise _Outcome(ERROR, what + _describe(exc) + _where(exc)) from exc
+    try:
+        verify(case, args, again, expected, dvals_before, has_capability(caps, "mutation"))
+    except Mismatch as exc:
+        raise _Outcome(WRONG, what + str(exc)) from exc
 
 
 def run_case(
@@ -238,7 +218,7 @@ def run_case(
         backend: the engine's name.
         caps: its declared capabilities (looked up when ``None``).
         cache: where references are kept across engines.
-        caller: how to call the entry point (``ad.gradient``/``ad.withgradient``).
+        caller: how to call the entry point (default: adswitch's own functions).
 
     Returns:
         The :class:`Record`.
@@ -249,7 +229,7 @@ def run_case(
         True
     """
     cache = cache or _DEFAULT_CACHE
-    caller = caller or _ad_caller
+    caller = caller or ad_caller
     caps = engine_capabilities(backend) if caps is None else caps
     start, reference_seconds = time.perf_counter(), cache.seconds
     notes: list[str] = []
@@ -258,13 +238,16 @@ def run_case(
     warnings.simplefilter("always")
     try:
         args = case.make_args()
-        first, expected, dvals, notes = _attempt(case, backend, caps, args, "first", cache, caller)
-        if expected is not None:
+        first, expected, dvals, notes = _attempt(
+            case, backend, caps, args, "first", cache, caller, case.make_args
+        )
+        if expected is not None and first is not None:
             second_args = (case.second_args or case.make_args)()
             which = "second" if case.second_args else "first"
-            _attempt(case, backend, caps, second_args, which, cache, caller)
+            _attempt(case, backend, caps, second_args, which, cache, caller, None)
             # The first result must survive the second call (no reused output buffers).
             _verify(case, args, first, expected, dvals, caps)
+            _replay_pullback(case, args, first, expected, dvals, caps)
         outcome, message = PASS, "; ".join(notes)
     except _Outcome as verdict:
         outcome, message = verdict.outcome, verdict.message
