@@ -23,6 +23,7 @@ import numpy as np
 
 from adswitch.bases import Layout, basis, numpy_dtype, shape_of
 from adswitch.errors import UnsupportedError
+from adswitch.leaves import is_array
 from adswitch.namespace import array_namespace
 from adswitch.spec import (
     PRIMITIVES,
@@ -35,7 +36,16 @@ from adswitch.spec import (
     implements,
 )
 
-__all__ = ["diff_leaves", "jvp", "natives", "unit_seed", "value_and_grad", "vjp", "vjp_apply"]
+__all__ = [
+    "Replay",
+    "diff_leaves",
+    "jvp",
+    "natives",
+    "unit_seed",
+    "value_and_grad",
+    "vjp",
+    "vjp_apply",
+]
 
 _NATIVE: dict[type, frozenset[str]] = {}
 
@@ -163,24 +173,20 @@ def _vjp_by_apply(
 ) -> tuple[list[Any], Pullback]:
     # The seeds below are values, which a compiled program must not bake in: no keys.
     info = info._replace(cache_key=None, prepared=None)
+    replay = Replay(engine, leaves)
     out, _ = engine.vjp_apply(fn, leaves, active, _zeros_seed, info._replace(batched=False))
+
+    def run(cotangents: list[Any], batched: bool) -> list[Any | None]:
+        seed = _const(cotangents)
+        values = replay.values()
+        return engine.vjp_apply(fn, values, active, seed, info._replace(batched=batched))[1]
 
     def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
         fixed = list(cotangents)
-        unbatched = info._replace(batched=batched)
         if batched and not engine.capabilities.batching:
-            rows = [
-                engine.vjp_apply(
-                    fn,
-                    leaves,
-                    active,
-                    _const([c[b] for c in fixed]),
-                    unbatched._replace(batched=False),
-                )[1]
-                for b in range(_batch(fixed))
-            ]
+            rows = [run([c[b] for c in fixed], False) for b in range(_batch(fixed))]
             return _stack_rows(engine, rows)
-        return engine.vjp_apply(fn, leaves, active, _const(fixed), unbatched)[1]
+        return run(fixed, batched)
 
     return out, pullback
 
@@ -191,7 +197,9 @@ def _vjp_by_gradients(
     """Through ``value_and_grad`` of ``<y, u>``: ``f`` runs once per pullback call (and
     once now, for the outputs)."""
 
-    def grads_of(cotangents: Sequence[Any] | None) -> tuple[list[Any], list[Any | None]]:
+    def grads_of(
+        cotangents: Sequence[Any] | None, values: Sequence[Any]
+    ) -> tuple[list[Any], list[Any | None]]:
         def loss_fn(values: Sequence[Any]) -> tuple[Any, list[Any]]:
             diffs, out = fn(values)
             total: Any = 0.0  # no cotangents: a run for the outputs only
@@ -205,15 +213,19 @@ def _vjp_by_gradients(
             return total, out
 
         # The loss bakes the cotangents in: a compiled program of it must not be reused.
-        return engine.value_and_grad(_RawLoss(loss_fn, fn), leaves, active, unkeyed)
+        return engine.value_and_grad(_RawLoss(loss_fn, fn), values, active, unkeyed)
 
     unkeyed = info._replace(cache_key=None, prepared=None)
-    out, _ = grads_of(None)
+    replay = Replay(engine, leaves)
+    out, _ = grads_of(None, leaves)
 
     def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
         if not batched:
-            return grads_of(list(cotangents))[1]
-        rows = [grads_of([c[b] for c in cotangents])[1] for b in range(_batch(cotangents))]
+            return grads_of(list(cotangents), replay.values())[1]
+        rows = [
+            grads_of([c[b] for c in cotangents], replay.values())[1]
+            for b in range(_batch(cotangents))
+        ]
         return _stack_rows(engine, rows)
 
     return out, pullback
@@ -292,17 +304,18 @@ def jvp(
         if not info.batched or engine.capabilities.batching:
             return engine.jvp(fn, leaves, active, tangents, info)
         n = _batch([t for t in tangents if t is not None])
+        replay = Replay(engine, leaves)
         runs = [
             engine.jvp(
                 fn,
-                leaves,
+                leaves if b == 0 else replay.values(),  # f writes into the caller's once
                 active,
                 [None if t is None else t[b] for t in tangents],
                 info._replace(batched=False),
             )
             for b in range(n)
         ]
-        return runs[-1][0], _stack_columns(engine, [r[1] for r in runs])
+        return runs[0][0], _stack_columns(engine, [r[1] for r in runs])
     out, pullback = vjp(engine, fn, leaves, active, info._replace(batched=False))
     diffs = diff_leaves(fn, out)
     out_layout = Layout(diffs)
@@ -331,6 +344,35 @@ def jvp(
 
 
 # -- small helpers ----------------------------------------------------------------------
+class Replay:
+    """The leaves as they were before ``f`` first ran, for a derivation that runs ``f``
+    again: each later run gets fresh copies, so a mutating ``f`` sees the values of the
+    first run (as the caller passed them) and writes into the caller's arrays only once.
+    Engines that refuse writes (no ``Capabilities.mutation``) need no copies."""
+
+    __slots__ = ("leaves", "saved")
+
+    def __init__(self, engine: Backend, leaves: Sequence[Any]) -> None:
+        if engine.capabilities.mutation:
+            self.saved: list[Any] | None = [_copy(leaf) for leaf in leaves]
+        else:
+            self.saved = None
+            self.leaves = list(leaves)
+
+    def values(self) -> list[Any]:
+        if self.saved is None:
+            return self.leaves
+        return [_copy(leaf) for leaf in self.saved]
+
+
+def _copy(leaf: Any) -> Any:
+    if isinstance(leaf, np.ndarray):
+        return np.array(leaf, copy=True)
+    if is_array(leaf):
+        return array_namespace(leaf).asarray(leaf, copy=True)
+    return leaf
+
+
 class _RawLoss:
     """A loss function in ``LossFn`` form that forwards the output-structure handshake to
     the ``OutputFn`` it is built on."""

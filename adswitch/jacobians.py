@@ -148,6 +148,7 @@ def _auto(
 ) -> tuple[list[Any], PerOutput]:
     """Both modes available and the output size unknown: run ``f`` once in reverse mode,
     then pull back (fewer outputs) or push forward (fewer inputs)."""
+    replay = derive.Replay(engine, plan.leaves)  # f may run twice (then on copies)
     out_leaves, pullback = derive.vjp(
         engine, fn, plan.leaves, plan.active, info._replace(batched=False)
     )
@@ -156,7 +157,12 @@ def _auto(
     if out_layout.total <= in_layout.total:
         rows = pullback(basis(diffs, out_layout), batched=True)
         return out_leaves, _row_blocks(engine, plan, diffs, out_layout, rows)
-    return _forward(engine, fn, plan, inputs, in_layout, info)
+    seeds = iter(basis(inputs, in_layout))
+    tangents = [next(seeds) if a else None for a in plan.active]
+    _, columns = derive.jvp(
+        engine, fn, replay.values(), plan.active, tangents, info._replace(batched=True)
+    )
+    return out_leaves, _column_blocks(engine, plan, diffs, in_layout, columns)
 
 
 def _row_blocks(

@@ -51,6 +51,8 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
                     "Pass None there, or pass the primal plain to push a tangent through it."
                 )
             continue
+        if tree is None and _all_later_ties(plan, a, seen):
+            continue  # a tied argument: its one tangent is the first place's
         if tree is None:
             raise ActivityError(
                 f"{root} is None, but primal {a} is differentiated. Pass a tangent tree "
@@ -74,11 +76,19 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
                     )
                 continue
             if seen[u]:
-                _check_tie(per_leaf[u], t, path, plan.path(*plan.first[u]))
+                fa, fj = plan.first[u]
+                first = trees.leaf_path(plan.args[fa].treedef, f"{name}[{fa}]", fj)
+                _check_tie(per_leaf[u], t, path, first)
                 continue
             per_leaf[u] = _conform(t, value, path, "primal")
             seen[u] = True
     return per_leaf
+
+
+def _all_later_ties(plan: Plan, a: int, seen: list[bool]) -> bool:
+    """Every floating leaf of argument ``a`` is a later place of a tie (its tangent was
+    given at the first place)."""
+    return all(seen[u] or not plan.active[u] for u in plan.args[a].leaf_ids)
 
 
 def cotangents_per_output(layout: Outputs, y_leaves: Sequence[Any], cotangent: Any) -> list[Any]:
@@ -152,7 +162,7 @@ def _check_tie(first: Any, t: Any, path: str, first_path: str) -> None:
     if isinstance(t, float) and isinstance(first, float) and t == first:
         return
     raise ActivityError(
-        f"{path} differs from {first_path}'s tangent, but both places hold the same (tied) "
+        f"{path} differs from {first_path}, but both places hold the same (tied) "
         "array, which has one tangent. Pass None (or the same tangent) at the later place, "
         "or pass distinct arrays (x.copy()) if they should move independently."
     )

@@ -173,7 +173,7 @@ def test_python_float_argument_gets_python_float_results() -> None:
                 ({"a": np.ones(2), "b": np.zeros(2)},),
             ),
             ad.ActivityError,
-            r"tangents\[0\]\['b'\] differs from args\[0\]\['a'\]'s tangent",
+            r"tangents\[0\]\['b'\] differs from tangents\[0\]\['a'\]",
         ),
         (
             lambda: ad.vjp(tanh_layer, X, ad.Const(W))[1](np.ones(2)),
