@@ -204,7 +204,7 @@ def test_programs_cover_the_operation_families() -> None:
     seen: set[str] = set()
 
     @settings(
-        fuzz.fuzz_settings(fuzz.PROFILES["ci"], "x"), max_examples=600, phases=[Phase.generate]
+        fuzz.fuzz_settings(fuzz.PROFILES["ci"], "x"), max_examples=1200, phases=[Phase.generate]
     )
     @given(programs())
     def collect(program: Program) -> None:
