@@ -1,0 +1,123 @@
+"""Forward mode: ``jvp``, one run of ``f`` carrying every tangent of the batch.
+
+A true forward mode (``Capabilities.forward``): the active leaves' roots are
+:class:`~.pushforward.TangentNode` s holding their tangents, and every primitive ``f``
+runs pushes them through its JVP rule as it goes -- autograd's own forward mode
+(``make_jvp``), with a batch of tangents per node instead of one, so a whole Jacobian's
+columns or a Hessian cost one run of ``f``. Primitives without a JVP rule are pushed by
+the exact transposition of their VJP (see :mod:`.pushforward`), so ``jvp`` works
+wherever reverse mode does. Writes inside ``f`` are the same recorded primitives
+(``buffer_write``, ``copy_of``) as in reverse mode, with JVP rules of their own; nested
+calls work in every order (an inner gradient's backward pass, run on this trace's boxes,
+is pushed forward like any computation: forward-over-reverse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from autograd.tracer import Box
+
+from adswitch.spec import CallInfo, OutputFn
+
+from . import levels
+from .boxes import raw_value
+from .pushforward import DeferredTangentNode, TangentNode, push_deferred
+from .results import concrete, owned, stack
+from .tracing import run, write_back
+from .xp_manipulation import broadcast_to
+
+__all__ = ["jvp"]
+
+_BOX_TYPES = Box.types
+
+
+def jvp(
+    fn: OutputFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    tangents: Sequence[Any],
+    info: CallInfo,
+) -> tuple[list[Any], list[Any]]:
+    """Push ``tangents`` (one per leaf, ``None`` where inactive; batched when
+    ``info.batched``) through ``fn``; returns the concrete outputs and one tangent per
+    differentiated output.
+
+    Example:
+        >>> fn = lambda leaves: ([leaves[0] ** 3], [leaves[0] ** 3])
+        >>> x, t = np.array([1.0, 2.0]), np.array([1.0, 0.5])
+        >>> jvp(fn, [x], [True], [t], CallInfo())[1][0]
+        array([3., 6.])
+    """
+    with levels.LOCK:
+        return _jvp(fn, leaves, active, tangents, info.batched, info.depth == 0)
+
+
+def _jvp(
+    fn: OutputFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    tangents: Sequence[Any],
+    batched: bool,
+    outermost: bool,
+) -> tuple[list[Any], list[Any]]:
+    if batched:
+        size = next((len(t) for t in tangents if t is not None), 0)
+        columns = [None if t is None else [t[b] for b in range(size)] for t in tangents]
+    else:
+        size = 1
+        columns = [None if t is None else [t] for t in tangents]
+
+    # One tangent: pushed as f runs (cache-hot, as autograd's make_jvp). A batch: pushed
+    # after the run, through what the outputs depend on only -- no tangents for values
+    # nothing differentiated reads (a Hessian's inner loss), one pass per node.
+    new_root = DeferredTangentNode.new_root if batched else TangentNode.new_root
+
+    def root(i: int) -> Any:
+        return new_root(columns[i])
+
+    level, values, roots, (diffs, out_leaves) = run(fn, leaves, active, root, new_root, outermost)
+    if batched:
+        push_deferred([d._node for d in diffs if type(d) in _BOX_TYPES and d._trace == level])
+    out_tangents = []
+    for d in diffs:
+        pushed = d._node.tangents if type(d) in _BOX_TYPES and d._trace == level else None
+        out_tangents.append(_output_tangent(pushed, concrete(d, level), size, batched, outermost))
+    if outermost:
+        write_back(leaves, leaves, values, roots)
+    return [concrete(value, level) for value in out_leaves], owned(out_tangents, tangents)
+
+
+def _output_tangent(
+    pushed: list[Any] | None, value: Any, size: int, batched: bool, outermost: bool
+) -> Any:
+    """One output's tangent(s) in the output's shape and dtype (zeros when it does not
+    depend on the tangents), stacked along a leading axis when ``batched``."""
+    raw = raw_value(value)
+    shape, dtype = np.shape(raw), np.result_type(raw)
+    if pushed is None:
+        zero = np.zeros((size, *shape) if batched else shape, dtype)
+        return float(zero) if not batched and isinstance(raw, float) else zero
+    columns = [_like(t, raw, shape, dtype) for t in pushed]
+    if batched:
+        return stack(columns, value)
+    tangent = columns[0]
+    if outermost and isinstance(raw, float):
+        return float(tangent)
+    return tangent
+
+
+def _like(tangent: Any, raw: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """``tangent`` in the output's shape (rules may leave it broadcastable) and dtype."""
+    if np.shape(raw_value(tangent)) != shape:
+        tangent = broadcast_to(tangent, shape)
+        tangent = tangent * 1.0 if type(tangent) in _BOX_TYPES else np.array(tangent)
+    if isinstance(raw, float):
+        return tangent
+    if type(tangent) in _BOX_TYPES:
+        return tangent if tangent.dtype == dtype else tangent.astype(dtype)
+    if type(tangent) is not np.ndarray or tangent.dtype != dtype:
+        tangent = np.asarray(tangent, dtype)  # numpy scalars too: the output's kind
+    return tangent
