@@ -144,7 +144,7 @@ def test_vjp_differentiates_writes_and_leaves_the_caller_array_as_numpy(body: An
 def test_jvp_differentiates_writes(body: Any) -> None:
     t = np.array([0.5, -1.0, 2.0, 0.25])
     x = X0.copy()
-    y, dy = ad.jvp(body, (x,), (t,), backend=B)
+    _y, dy = ad.jvp(body, (x,), (t,), backend=B)
     plain = X0.copy()
     body(plain)
     np.testing.assert_allclose(x, plain, rtol=1e-12)
@@ -221,7 +221,11 @@ def test_jacobians_match_torch(shape: tuple[int, int], mode: str) -> None:
     torch = _torch()
     n_in, n_out = shape
     rng = np.random.default_rng(n_in + n_out)
-    w, b, x = rng.standard_normal((n_out, n_in)), rng.standard_normal(n_out), rng.standard_normal(n_in)
+    w, b, x = (
+        rng.standard_normal((n_out, n_in)),
+        rng.standard_normal(n_out),
+        rng.standard_normal(n_in),
+    )
     f = lambda x, w, b: xp_of(x).tanh(w @ x + b)  # noqa: E731
     (jac, _, _) = ad.jacobian(f, x, ad.Const(w), ad.Const(b), backend=B, mode=mode)
     tw, tb = torch.from_numpy(w), torch.from_numpy(b)
