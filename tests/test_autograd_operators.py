@@ -321,3 +321,56 @@ def test_hessians_through_writes_match_second_differences(body: Any) -> None:
     np.testing.assert_allclose(h, h_ref, rtol=1e-4, atol=1e-5)
     (hv,) = ad.hvp(body, (X0.copy(),), (np.array([1.0, -1.0, 0.5, 2.0]),), backend=B)
     np.testing.assert_allclose(hv, h_ref @ np.array([1.0, -1.0, 0.5, 2.0]), rtol=1e-4, atol=1e-5)
+
+
+def test_an_engine_pullback_keeps_its_own_copies_not_the_callers_arrays() -> None:
+    import weakref
+
+    from adswitch.spec import CallInfo
+
+    class Fn:
+        output_structure = None
+
+        def __call__(self, leaves: list[Any]) -> Any:
+            y = leaves[0] * leaves[0]
+            return [y], [y]
+
+        def reuse(self, structure: Any) -> None:
+            pass
+
+    x = np.array([1.0, 3.0])
+    freed = weakref.ref(x)
+    _, pullback = backend().vjp(Fn(), [x], [True], CallInfo())
+    del x
+    assert freed() is None
+    np.testing.assert_array_equal(pullback([np.ones(2)])[0], [2.0, 6.0])
+
+
+def test_operators_leave_no_garbage_cycles() -> None:
+    import gc
+    import weakref
+
+    def f(x: Any, c: Any) -> Any:
+        xp = xp_of(x)
+        return xp.sum(xp.tanh(x * c) ** 2)
+
+    x, c, v = np.array([0.1, 0.5, -0.3]), np.array([1.0, 2.0, 3.0]), np.ones(3)
+
+    def run_all() -> Any:
+        _, pullback = ad.vjp(lambda a: xp_of(a).sin(a) * c, x, backend=B)
+        (g,) = pullback(v)
+        ad.jvp(f, (x, ad.Const(c)), (v, None), backend=B)
+        ad.jacobian(lambda a: xp_of(a).exp(a), x, backend=B, mode="forward")
+        ad.hessian(f, x, ad.Const(c), backend=B)
+        ad.hvp(f, (x, ad.Const(c)), (v, None), backend=B)
+        return g
+
+    run_all()  # first calls: caches fill
+    gc.collect()
+    gc.disable()
+    try:
+        freed = weakref.ref(run_all())
+        assert freed() is None  # freed by reference counting alone
+        assert gc.collect() == 0  # and the calls made no cycles
+    finally:
+        gc.enable()

@@ -95,29 +95,20 @@ def _output_tangent(
 ) -> Any:
     """One output's tangent(s) in the output's shape and dtype (zeros when it does not
     depend on the tangents), stacked along a leading axis when ``batched``."""
-    raw = raw_value(value)
-    shape, dtype = np.shape(raw), np.result_type(raw)
-    if pushed is None:
-        zero = np.zeros((size, *shape) if batched else shape, dtype)
-        return float(zero) if not batched and isinstance(raw, float) else zero
-    columns = [_like(t, raw, shape, dtype) for t in pushed]
     if batched:
-        return stack(columns, value)
-    tangent = columns[0]
-    if outermost and isinstance(raw, float):
-        return float(tangent)
-    return tangent
-
-
-def _like(tangent: Any, raw: Any, shape: tuple[int, ...], dtype: Any) -> Any:
-    """``tangent`` in the output's shape (rules may leave it broadcastable) and dtype."""
-    if np.shape(raw_value(tangent)) != shape:
-        tangent = broadcast_to(tangent, shape)
-        tangent = tangent * 1.0 if type(tangent) in _BOX_TYPES else np.array(tangent)
+        return stack([None] * size if pushed is None else pushed, value)
+    raw = raw_value(value)
+    if pushed is None:
+        return 0.0 if isinstance(raw, float) else np.zeros(np.shape(raw), np.result_type(raw))
+    tangent = pushed[0]
     if isinstance(raw, float):
-        return tangent
+        return float(tangent) if outermost and type(tangent) not in _BOX_TYPES else tangent
+    shape, dtype = np.shape(raw), np.result_type(raw)
     if type(tangent) in _BOX_TYPES:
+        if tangent.shape != shape:  # a rule may leave it broadcastable
+            tangent = broadcast_to(tangent, shape) * 1.0
         return tangent if tangent.dtype == dtype else tangent.astype(dtype)
-    if type(tangent) is not np.ndarray or tangent.dtype != dtype:
-        tangent = np.asarray(tangent, dtype)  # numpy scalars too: the output's kind
+    if type(tangent) is not np.ndarray or tangent.shape != shape or tangent.dtype != dtype:
+        # numpy scalars too: the output's kind; broadcast views become arrays
+        tangent = np.array(np.broadcast_to(np.asarray(tangent, dtype), shape))
     return tangent

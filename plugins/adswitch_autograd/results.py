@@ -22,7 +22,6 @@ from .writes import copy_of
 
 __all__ = [
     "as_leaf_gradient",
-    "batch_row",
     "concrete",
     "match_dtype",
     "ones_like",
@@ -77,23 +76,6 @@ def as_leaf_gradient(grad: Any, leaf: Any) -> Any:
     return type(leaf)(grad) if np.ndim(grad) == 0 else grad
 
 
-def batch_row(grad: Any, leaf: Any) -> Any:
-    """One batch entry of a leaf's gradient, to be stacked (see :func:`stack`): the
-    leaf's shape and dtype, zeros when unused; no copy -- stacking makes one."""
-    if type(grad) in _BOX_TYPES:
-        return match_dtype(grad, leaf)
-    raw = raw_value(leaf)
-    if grad is None:
-        return 0.0 if isinstance(raw, float) else np.zeros(np.shape(raw), np.result_type(raw))
-    if isinstance(raw, float):
-        return float(grad)
-    if np.shape(grad) != np.shape(raw):
-        grad = np.broadcast_to(grad, np.shape(raw))
-    if np.result_type(grad) != np.result_type(raw):
-        grad = np.asarray(grad, np.result_type(raw))
-    return grad
-
-
 def match_dtype(grad: Any, leaf: Any) -> Any:
     """Keep a (possibly traced) gradient as it is, but in the leaf's floating dtype."""
     dtype = getattr(raw_value(leaf), "dtype", None)
@@ -123,14 +105,35 @@ def owned(results: list[Any], inputs: Sequence[Any] = ()) -> list[Any]:
     return results
 
 
-def stack(rows: Sequence[Any], empty_like: Any) -> Any:
-    """One result per batch entry, stacked along a new leading axis (numpy, or traced
-    when any entry is); ``empty_like`` gives the shape and dtype of an empty batch."""
+def stack(rows: Sequence[Any], like: Any) -> Any:
+    """Per batch entry one result for the value ``like`` (``None``: zero), stacked along
+    a new leading axis in ``like``'s shape and dtype: numpy, or traced when any entry is.
+
+    Stacking makes a new array, so the entries need no copies of their own.
+    """
+    raw = raw_value(like)
+    traced = any(type(row) in _BOX_TYPES for row in rows)
+    if isinstance(raw, float):  # Python floats (and np.float64): a 1-d float64 array
+        values = [0.0 if row is None else row for row in rows]
+        return anp.stack(values) if traced else np.asarray(values, dtype=np.float64)
+    shape, dtype = np.shape(raw), np.result_type(raw)
     if not rows:
-        raw = raw_value(empty_like)
-        return np.zeros((0, *np.shape(raw)), np.result_type(raw))
-    if any(type(row) in _BOX_TYPES for row in rows):
-        return anp.stack(list(rows))
-    if isinstance(rows[0], float):
-        return np.asarray(rows, dtype=np.float64)
-    return np.stack(rows)
+        return np.zeros((0, *shape), dtype)
+    zero = None
+    fixed = []
+    for row in rows:
+        if row is None:
+            if zero is None:
+                zero = np.zeros(shape, dtype)
+            row = zero
+        elif type(row) is np.ndarray:
+            if row.shape != shape:
+                row = np.broadcast_to(row, shape)
+            if row.dtype != dtype:
+                row = row.astype(dtype)
+        elif type(row) in _BOX_TYPES:
+            row = match_dtype(row, like)
+        else:
+            row = np.broadcast_to(np.asarray(row, dtype), shape)
+        fixed.append(row)
+    return anp.stack(fixed) if traced else np.stack(fixed)

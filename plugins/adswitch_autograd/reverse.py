@@ -28,7 +28,7 @@ from adswitch.spec import CallInfo, OutputFn, SeedFn
 
 from . import levels
 from .boxes import GuardedBox, raw_value
-from .results import as_leaf_gradient, batch_row, concrete, owned, stack
+from .results import as_leaf_gradient, concrete, owned, stack
 from .sweeps import backward, order
 from .tracing import run, write_back
 from .writes import copy_of
@@ -98,8 +98,7 @@ def sweep(
     rows = [_found(nodes, ends, roots, [c[b] for c in cotangents]) for b in range(size)]
     out: list[Any | None] = [None] * len(leaves)
     for node, i in roots.items():
-        # Stacking makes the batch a new array: the rows need no copies of their own.
-        out[i] = stack([batch_row(row.get(node), leaves[i]) for row in rows], leaves[i])
+        out[i] = stack([row.get(node) for row in rows], leaves[i])
     return out
 
 
@@ -145,7 +144,9 @@ def _vjp(
         write_back(leaves, seen, values, roots)
     handed = _Handed(leaves, seen)
     outs = [handed.out(concrete(value, level)) for value in out_leaves]
-    return outs, Pullback(ends, roots, leaves)
+    # The private copies stand for the leaves (same kind, shape, dtype): the caller's own
+    # arrays are not kept alive by the pullback.
+    return outs, Pullback(ends, roots, seen)
 
 
 def _private(

@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from autograd.core import add_outgrads
+from autograd.core import add_outgrads, sparse_object_types
 from autograd.util import toposort
 
 __all__ = ["backward", "order"]
+
+_SPARSE = sparse_object_types
 
 
 class _Outputs:
@@ -53,7 +55,7 @@ def backward(
     for node, seed in seeds:
         outgrads[node] = add_outgrads(outgrads.get(node), seed)
     found: dict[Any, Any] = {}
-    pop = outgrads.pop
+    pop, get = outgrads.pop, outgrads.get
     for node in nodes:
         entry = pop(node, None)
         if entry is None:
@@ -62,5 +64,9 @@ def backward(
             found[node] = entry[0]
             continue
         for parent, ingrad in zip(node.parents, node.vjp(entry[0]), strict=False):
-            outgrads[parent] = add_outgrads(outgrads.get(parent), ingrad)
+            previous = get(parent)
+            if previous is None and type(ingrad) not in _SPARSE:
+                outgrads[parent] = (ingrad, False)  # add_outgrads' first case, inlined
+            else:
+                outgrads[parent] = add_outgrads(previous, ingrad)
     return found
