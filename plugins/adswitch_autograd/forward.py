@@ -1,15 +1,25 @@
 """Forward mode: ``jvp``, one run of ``f`` carrying every tangent of the batch.
 
-A true forward mode (``Capabilities.forward``): the active leaves' roots are
-:class:`~.pushforward.TangentNode` s holding their tangents, and every primitive ``f``
-runs pushes them through its JVP rule as it goes -- autograd's own forward mode
-(``make_jvp``), with a batch of tangents per node instead of one, so a whole Jacobian's
-columns or a Hessian cost one run of ``f``. Primitives without a JVP rule are pushed by
-the exact transposition of their VJP (see :mod:`.pushforward`), so ``jvp`` works
-wherever reverse mode does. Writes inside ``f`` are the same recorded primitives
-(``buffer_write``, ``copy_of``) as in reverse mode, with JVP rules of their own; nested
-calls work in every order (an inner gradient's backward pass, run on this trace's boxes,
-is pushed forward like any computation: forward-over-reverse).
+Which: autograd's own forward mode (its ``JVPNode`` and ``defjvp`` rules), not the
+double-vjp transposition of reverse mode. The active leaves' roots hold their tangents
+(:mod:`.pushforward`), and every primitive ``f`` runs pushes them through its JVP rule:
+
+* one tangent: as ``f`` runs (:class:`~.pushforward.TangentNode`, ``make_jvp``'s cost);
+* a batch (a Jacobian's columns, a Hessian): all tangents per node, pushed after the
+  run through the nodes the outputs depend on only
+  (:class:`~.pushforward.DeferredTangentNode`) -- one run of ``f`` for the whole batch,
+  and no tangents for values nothing differentiated reads (a Hessian's inner loss).
+
+Why: it is a true forward mode (``Capabilities.forward``) -- one pass with the tangents,
+where the transposition records a reverse pass and sweeps it back again -- and it is
+correct wherever reverse mode is. Every primitive the namespace and the write machinery
+define has a JVP rule (``buffer_write`` and ``copy_of`` in :mod:`.writes`, the exact
+``pow`` in :mod:`.power`, ``hypot`` and ``astype`` in :mod:`.pushforward`), so writes
+inside ``f`` -- recorded as the same primitives as in reverse mode -- are followed with
+numpy's semantics; and any other primitive that has a VJP but no JVP rule (``linalg``,
+``fft``) is pushed by the exact transposition of *its own* VJP, locally. Nested calls
+work in every order: an inner gradient's backward pass, run on this trace's boxes, is
+pushed forward like any computation (forward-over-reverse, how ``hvp``/``hessian`` run).
 """
 
 from __future__ import annotations

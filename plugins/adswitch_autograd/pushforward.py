@@ -103,7 +103,13 @@ class TangentNode(Node):  # type: ignore[misc]
 class DeferredTangentNode(Node):  # type: ignore[misc]
     """A node of a forward-mode trace whose tangents are computed after the run, by
     :func:`push_deferred`, and only for what the outputs depend on (for a batch: a
-    Hessian's inner loss, for one, is computed but its tangents are not needed)."""
+    Hessian's inner loss, for one, is computed but its tangents are not needed).
+
+    Deferring is safe because the values a rule reads are never changed in place after
+    the primitive ran: writes inside ``f`` make new arrays (:mod:`.writes`), and
+    autograd's only in-place update, ``add_outgrads`` accumulating a cotangent, is done
+    before anything reads the accumulated array.
+    """
 
     __slots__ = ["argnums", "args", "fun", "kwargs", "parents", "tangents", "value"]
 
