@@ -9,6 +9,14 @@ inside ``f`` -- ``x[i] = v``, ``x += v``, into arguments, intermediates, fresh b
 through views -- recorded with numpy's semantics (see ``writes.py``), or refused with
 ``MutationError`` where they cannot be followed (a write into a nested call's argument, a
 view of a non-C-contiguous array...); numpy arrays on the CPU only.
+
+Primitives: ``value_and_grad``; ``vjp`` and ``vjp_apply`` -- one run of ``f``, the graph
+kept and swept back once per cotangent (a reusable pullback that owns copies of what it
+refers to); ``jvp`` -- autograd's forward mode, all tangents of a batch carried through
+one run of ``f`` (``forward=True``; primitives without a JVP rule are pushed by the exact
+transposition of their VJP). ``batching=True``: a batch is one run of ``f`` and one sweep
+(or one tangent) per entry -- autograd has no vmap, and its VJPs would sum a leading
+batch axis away, so entries are never stacked into one array.
 """
 
 from __future__ import annotations
@@ -25,6 +33,9 @@ from adswitch.spec import (
     Capabilities,
     EngineLoader,
     LossFn,
+    OutputFn,
+    Pullback,
+    SeedFn,
     hookimpl,
 )
 
@@ -60,6 +71,8 @@ class AutogradBackend(BackendBase):
         dtypes=("float32", "float64"),
         array_kinds=("numpy",),
         compiles=False,
+        forward=True,
+        batching=True,
     )
     # adswitch_autograd: the GuardedBox that traced arrays are while adswitch runs.
     array_modules: tuple[str, ...] = ("autograd", "adswitch_autograd")
@@ -97,6 +110,39 @@ class AutogradBackend(BackendBase):
     ) -> tuple[list[Any], list[Any | None]]:
         engine = self._engine if self._engine is not None else self._load()
         result: tuple[list[Any], list[Any | None]] = engine.value_and_grad(fn, leaves, active, info)
+        return result
+
+    def vjp(
+        self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], Pullback]:
+        engine = self._engine if self._engine is not None else self._load()
+        result: tuple[list[Any], Pullback] = engine.vjp(fn, leaves, active, info)
+        return result
+
+    def vjp_apply(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        seed: SeedFn,
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any | None]]:
+        engine = self._engine if self._engine is not None else self._load()
+        result: tuple[list[Any], list[Any | None]] = engine.vjp_apply(
+            fn, leaves, active, seed, info
+        )
+        return result
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        engine = self._engine if self._engine is not None else self._load()
+        result: tuple[list[Any], list[Any]] = engine.jvp(fn, leaves, active, tangents, info)
         return result
 
 

@@ -7,10 +7,11 @@ e.g. a loss on ``ad.gradient(h, e, b)[1]`` differentiated by ``e`` -- is ``b`` a
 its own primitive when ``e`` is traced and the result is real floating (a constant
 exponent keeps ``anp.power``): value ``np.power(b, e)``; ``d/db = e * pow(b, e - 1)`` and
 ``d/de = pow(b, e) * log(b)``, each written with this same ``pow``, so every order is
-right. The only masks are at ``b == 0``, where ``b ** e`` is not smooth in ``e``: there
-``d/db = 0`` where ``e == 0`` (``b ** 0`` is constant), ``d/de = 0`` where ``e >= 0``
-(``0 ** e`` is 0 for ``e > 0``) and ``-inf`` for ``e < 0``; their own derivatives at those
-points are those of the masks (0) and are not meaningful. For ``b < 0`` the value is nan
+right (forward mode uses the same slopes). The only masks are at ``b == 0``, where
+``b ** e`` is not smooth in ``e``: there ``d/db = 0`` where ``e == 0`` (``b ** 0`` is
+constant), ``d/de = 0`` where ``e >= 0`` (``0 ** e`` is 0 for ``e > 0``) and ``-inf`` for
+``e < 0``; their own derivatives at those points are those of the masks (0) and are not
+meaningful. For ``b < 0`` the value is nan
 unless ``e`` is an integer, and every derivative with respect to ``e`` is nan (as
 autograd's own ``d/de``; ``b ** e`` is real only at integer ``e``).
 
@@ -26,7 +27,7 @@ from typing import Any
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.extend import defvjp, primitive
+from autograd.extend import defjvp, defvjp, primitive
 from autograd.numpy.numpy_vjps import unbroadcast_f
 from autograd.tracer import getval
 
@@ -83,4 +84,10 @@ defvjp(
     lambda ans, base, exponent: unbroadcast_f(
         exponent, lambda g: g * _exponent_slope(ans, base, exponent)
     ),
+)
+# Forward mode, from the same slopes: every order stays exact.
+defjvp(
+    _traced_pow,
+    lambda g, ans, base, exponent: g * _base_slope(base, exponent),
+    lambda g, ans, base, exponent: g * _exponent_slope(ans, base, exponent),
 )

@@ -28,15 +28,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from autograd.core import VJPNode
-from autograd.extend import defvjp, primitive
+from autograd.extend import defjvp, defvjp, primitive
 from autograd.numpy import numpy_wrapper as anp
 from autograd.numpy.numpy_vjps import unbroadcast
 from autograd.tracer import Box, trace_stack
 
 from adswitch.errors import MutationError, UnsupportedError
 
-from . import views
+from . import levels, views
 from .boxes import GuardedBox, LeafBox, raw_value, tracing
 
 __all__ = ["buffer_write", "copy_of", "fresh", "mutation_message", "write"]
@@ -73,6 +72,17 @@ def _vjp_value(ans: Any, array: Any, index: Any, value: Any) -> Any:
 defvjp(buffer_write, _vjp_array, _vjp_value, argnums=(0, 2))
 
 
+def _jvp_value(g: Any, ans: Any, array: Any, index: Any, value: Any) -> Any:
+    # Only the written elements move with the value; numpy's assignment broadcasts it.
+    return buffer_write(np.zeros(anp.shape(ans), anp.result_type(ans)), index, g)
+
+
+# Forward mode: the old array's tangent with the written elements cleared, plus the
+# value's tangent written into them.
+defjvp(buffer_write, lambda g, ans, array, index, value: buffer_write(g, index, 0.0), _jvp_value,
+       argnums=(0, 2))  # fmt: skip
+
+
 def fresh(array: np.ndarray) -> Any:
     """``array`` as a writable traced array inside an adswitch trace, else unchanged.
 
@@ -81,7 +91,7 @@ def fresh(array: np.ndarray) -> Any:
     """
     if not tracing() or array.dtype.kind != "f":
         return array
-    return GuardedBox(np.ascontiguousarray(array), trace_stack.top, VJPNode.new_root())
+    return GuardedBox(np.ascontiguousarray(array), trace_stack.top, levels.constant_root())
 
 
 @primitive  # type: ignore[untyped-decorator]
@@ -91,6 +101,7 @@ def copy_of(array: Any) -> Any:
 
 
 defvjp(copy_of, lambda ans, array: lambda g: g)
+defjvp(copy_of, lambda g, ans, array: g)
 
 
 def mutation_message(operation: str, why: str) -> str:

@@ -1,0 +1,142 @@
+"""The autograd engine's operator primitives on the whole conformance catalogue.
+
+Every case that expects numbers (not an error, not a kink's subgradient set) is run
+through the native primitives instead of ``ad.gradient``, and checked against the
+catalogue's own independent references (Richardson finite differences, closed forms):
+
+* ``vjp``: the loss's pullback of ``1`` is the gradient -- through the conformance
+  runner, so shadows, the caller's arrays after a mutating ``f``, outputs and a second
+  run on fresh arguments are all checked as for ``ad.gradient``;
+* ``vjp_apply`` (``ad.jacobian(mode="reverse")``) and the batched ``jvp``
+  (``ad.jacobian(mode="forward")``, one tangent per input element) of the scalar loss:
+  the gradient again;
+* the single ``jvp``: the directional derivative along a random tangent is the
+  reference gradient's inner product with it.
+
+Mutation cases are included: writes inside ``f`` must be differentiated by every
+primitive as ``value_and_grad`` differentiates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+pytest.importorskip("autograd")
+
+from adswitch_conformance.cases import catalogue
+from adswitch_conformance.reference import build_expected, first_output, unwrap
+from adswitch_conformance.runner import PASS, run_case
+from adswitch_conformance.trees import is_float_leaf, leaves_with_paths, map_unique
+
+import adswitch as ad
+from adswitch.errors import AdswitchError
+
+B = "autograd"
+
+
+class Result(NamedTuple):
+    """What ``ad.withgradient`` returns, for the runner."""
+
+    val: Any
+    grad: Any
+
+
+def _numeric(case: Any, duplicated_ok: bool = True) -> bool:
+    if case.raises is not None or case.check is not None:
+        return False
+    if duplicated_ok:
+        return True
+    return not any(isinstance(a, ad.Duplicated) for a in case.make_args())
+
+
+CASES = [c for c in catalogue() if _numeric(c)]
+CASES_PLAIN = [c for c in catalogue() if _numeric(c, duplicated_ok=False)]
+
+
+def _loss_and_all(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def f(*args: Any) -> Any:
+        out = fn(*args)
+        return first_output(out), out
+
+    return f
+
+
+def _unit(y: Any) -> Any:
+    return 1.0 if isinstance(y, float) else np.ones((), dtype=y.dtype)
+
+
+def _vjp_caller(entry: str, fn: Callable[..., Any], args: tuple[Any, ...], backend: str,
+                zero: bool) -> Any:  # fmt: skip
+    y, pullback, out = ad.vjp(_loss_and_all(fn), *args, backend=backend, has_aux=True, zero=zero)
+    grads = pullback(_unit(y))
+    return grads if entry == "gradient" else Result(out, grads)
+
+
+def _jacobian_caller(mode: str) -> Callable[..., Any]:
+    def caller(entry: str, fn: Callable[..., Any], args: tuple[Any, ...], backend: str,
+               zero: bool) -> Any:  # fmt: skip
+        jac, out = ad.jacobian(_loss_and_all(fn), *args, backend=backend, mode=mode, has_aux=True)
+        return jac if entry == "gradient" else Result(out, jac)
+
+    return caller
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_vjp_pullback_gives_the_reference_gradient(case: Any) -> None:
+    record = run_case(case, B, caller=_vjp_caller)
+    assert record.outcome == PASS, record.message
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("case", CASES_PLAIN, ids=lambda c: c.id)
+def test_jacobian_of_the_loss_gives_the_reference_gradient(case: Any, mode: str) -> None:
+    record = run_case(case, B, caller=_jacobian_caller(mode))
+    assert record.outcome == PASS, record.message
+
+
+def _random_tangents(vals: list[Any], kinds: list[str], seed: int) -> list[Any]:
+    rng = np.random.default_rng(seed)
+
+    def tangent(leaf: Any) -> Any:
+        if not is_float_leaf(leaf):
+            return None
+        if isinstance(leaf, float):
+            return float(rng.standard_normal())
+        return rng.standard_normal(leaf.shape).astype(leaf.dtype)
+
+    tangents = map_unique(tangent, vals)  # one tangent per object: ties stay tied
+    return [None if kind == "const" else t for kind, t in zip(kinds, tangents, strict=True)]
+
+
+@pytest.mark.parametrize("case", CASES_PLAIN, ids=lambda c: c.id)
+def test_jvp_gives_the_reference_directional_derivative(case: Any) -> None:
+    args = case.make_args()
+    expected = build_expected(case, args)
+    kinds, vals = (list(t) for t in zip(*(unwrap(a) for a in args), strict=True))
+    # A plain argument without a floating leaf (a bare int) has no tangent ad.jvp takes
+    # (None reads as "no tangent tree"): pass it as the constant it is.
+    for i, val in enumerate(vals):
+        if kinds[i] == "plain" and not any(is_float_leaf(v) for _, v in leaves_with_paths(val, "")):
+            kinds[i], args = "const", (*args[:i], ad.Const(val), *args[i + 1 :])
+    tangents = _random_tangents(vals, kinds, seed=len(case.id))
+    along = dict(leaves_with_paths(tangents, "args"))
+    want, slack = 0.0, 0.0
+    for expect in expected.args:
+        for path, ref in expect.grads.items():
+            if ref is not None:
+                want += float(np.sum(np.asarray(ref) * np.asarray(along[path], np.float64)))
+                slack += float(np.sum(np.abs(expect.errors[path]) * np.abs(along[path])))
+    try:
+        y, dy = ad.jvp(
+            lambda *a: first_output(case.fn(*a)), tuple(args), tuple(tangents), backend=B
+        )
+    except case.also_ok as exc:  # the case accepts this documented refusal
+        assert isinstance(exc, AdswitchError)
+        return
+    float32 = any(getattr(v, "dtype", None) == np.float32 for v in [y, *vals])
+    rtol, atol = (2e-3, 2e-4) if float32 else (1e-7, 1e-9)
+    assert float(dy) == pytest.approx(want, rel=rtol, abs=atol + slack)
