@@ -29,8 +29,10 @@ __all__ = ["jacobian", "run_jacobian"]
 
 MODES = ("auto", "reverse", "forward")
 
-# Output sizes seen per compiled function and input signature: lets "auto" pick the
-# cheaper mode before running f (a compiling engine then fuses the whole Jacobian).
+# Output sizes seen per function code and input signature: lets "auto" pick the cheaper
+# mode before running f (a compiling engine then fuses the whole Jacobian). Only a guess
+# of the cheaper mode hangs on it -- both modes give the same numbers -- so a code object
+# (shared by the fresh lambdas of a loop) is key enough.
 _OUTPUT_SIZES: OrderedDict[Hashable, int] = OrderedDict()
 _OUTPUT_SIZES_MAX = 512
 
@@ -82,7 +84,7 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
     info = started.info(f, "jacobian", ("jacobian", has_aux))
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
     in_layout = Layout(inputs)
-    chosen = _choose(mode, engine, info, in_layout.total, plan)
+    chosen = _choose(mode, engine, f, in_layout.total, plan)
     with running(engine):
         if chosen == "forward":
             out_leaves, per_output = _forward(engine, fn, plan, inputs, in_layout, info)
@@ -91,8 +93,7 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
         else:
             out_leaves, per_output = _auto(engine, fn, plan, inputs, in_layout, info)
     layout = fn.outputs()
-    if info.cache_key is not None:
-        _remember_size(info, plan, sum(Layout(derive.diff_leaves(fn, out_leaves)).sizes))
+    _remember_size(f, plan, sum(Layout(derive.diff_leaves(fn, out_leaves)).sizes))
     value = fn.output(out_leaves)
     entries: list[Any] = [None] * layout.n_y
     for k, per_leaf in zip(layout.diff_positions, per_output):
@@ -224,7 +225,7 @@ def promoted(piece: Any, y: Any, x: Any) -> Any:
     return xp.astype(piece, getattr(xp, wanted.name))
 
 
-def _choose(mode: str, engine: Backend, info: CallInfo, n_inputs: int, plan: Plan) -> str:
+def _choose(mode: str, engine: Backend, f: Any, n_inputs: int, plan: Plan) -> str:
     """The mode to run: ``"auto"`` is kept only when both are cheap and the output size
     is not known yet."""
     if mode != "auto":
@@ -234,24 +235,23 @@ def _choose(mode: str, engine: Backend, info: CallInfo, n_inputs: int, plan: Pla
         return "forward"
     if "jvp" not in have or not engine.capabilities.forward:
         return "reverse"  # no true forward mode: one reverse sweep per row is the cheapest
-    size = _known_size(info, plan)
+    size = _known_size(f, plan)
     if size is None:
         return "auto"
     return "reverse" if size <= n_inputs else "forward"
 
 
-def _size_key(info: CallInfo, plan: Plan) -> Hashable:
-    return (info.cache_key, tuple((shape_of(v), str(getattr(v, "dtype", ""))) for v in plan.leaves))
+def _size_key(f: Any, plan: Plan) -> Hashable:
+    shapes = tuple([(shape_of(v), str(getattr(v, "dtype", ""))) for v in plan.leaves])
+    return (getattr(f, "__code__", None) or id(type(f)), tuple(plan.active), shapes)
 
 
-def _known_size(info: CallInfo, plan: Plan) -> int | None:
-    if info.cache_key is None:
-        return None
-    return _OUTPUT_SIZES.get(_size_key(info, plan))
+def _known_size(f: Any, plan: Plan) -> int | None:
+    return _OUTPUT_SIZES.get(_size_key(f, plan))
 
 
-def _remember_size(info: CallInfo, plan: Plan, size: int) -> None:
-    key = _size_key(info, plan)
+def _remember_size(f: Any, plan: Plan, size: int) -> None:
+    key = _size_key(f, plan)
     _OUTPUT_SIZES[key] = size
     _OUTPUT_SIZES.move_to_end(key)
     if len(_OUTPUT_SIZES) > _OUTPUT_SIZES_MAX:

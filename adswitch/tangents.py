@@ -52,7 +52,7 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
                 )
             continue
         if tree is None and _all_later_ties(plan, a, seen):
-            continue  # a tied argument: its one tangent is the first place's
+            continue  # nothing of it to push: tied to earlier places, or not floating
         if tree is None:
             raise ActivityError(
                 f"{root} is None, but primal {a} is differentiated. Pass a tangent tree "
@@ -86,8 +86,8 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
 
 
 def _all_later_ties(plan: Plan, a: int, seen: list[bool]) -> bool:
-    """Every floating leaf of argument ``a`` is a later place of a tie (its tangent was
-    given at the first place)."""
+    """No leaf of argument ``a`` takes a tangent of its own: each is a later place of a tie
+    (its tangent was given at the first place) or not differentiated (an int)."""
     return all(seen[u] or not plan.active[u] for u in plan.args[a].leaf_ids)
 
 
