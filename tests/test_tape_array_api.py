@@ -507,3 +507,25 @@ def test_asarray_copy_false_refuses_a_needed_copy() -> None:
         tape_xp.asarray(np.ones(2), dtype=np.float32, copy=False)
     base = np.ones(2)
     assert np.shares_memory(raw(tape_xp.asarray(base, copy=False)), base)
+
+
+@pytest.mark.parametrize("how", ["setitem", "list", "iadd"])
+def test_traced_values_written_into_an_integer_array_carry_no_gradient(how: str) -> None:
+    # numpy truncates them: the derivative is zero, as finite differences give
+    def f(x: Any) -> Any:
+        xp = _xp(x)
+        buf = xp.zeros(2, dtype=xp.int64)
+        if how == "setitem":
+            buf[0] = x[0] * 3.0
+        elif how == "list":
+            buf[0:2] = [x[0] * 3.0, x[1]]
+        else:
+            buf += x * 3.0
+        return xp.sum(buf * 1.0) + xp.sum(x)
+
+    (g,) = ad.gradient(f, np.array([1.5, 2.0]), backend="tape")
+    np.testing.assert_array_equal(g, [1.0, 1.0])
+    expected = fd_gradient(
+        lambda x: np.sum(np.trunc(x * 3.0)) + np.sum(x), (np.array([1.5, 2.2]),), 0
+    )
+    np.testing.assert_allclose(expected, [1.0, 1.0])

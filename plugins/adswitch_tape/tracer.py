@@ -87,10 +87,29 @@ def _invert(self: Tracer) -> Any:
     return C.constant(operator.invert(raw(self)))
 
 
+# -- writes: recorded copy-on-write (``mutation``) ------------------------------------------
+# An integer or boolean array holds what is written into it truncated (numpy's casting):
+# a zero derivative, so a traced value written into one is written as its value.
+def _untraced(value: Any) -> Any:
+    if type(value) is Tracer:
+        return raw(value)
+    if isinstance(value, (list, tuple)):
+        return [_untraced(v) for v in value]
+    return value
+
+
+def _setitem(self: Tracer, key: Any, value: Any) -> None:
+    if self.dtype.kind in "biu" and (type(value) is Tracer or isinstance(value, (list, tuple))):
+        value = _untraced(value)
+    setitem(self, key, value)
+
+
 def _in_place(op: Callable[..., Any]) -> Callable[[Tracer, Any], Tracer]:
     """``x op= other``: recorded copy-on-write, the tracer keeps its identity (``mutation``)."""
 
     def in_place(self: Tracer, other: Any) -> Tracer:
+        if type(other) is Tracer and self.dtype.kind in "biu":
+            other = raw(other)
         return inplace(self, op, other)
 
     return in_place
@@ -147,7 +166,7 @@ _BEHAVIOUR: dict[str, Any] = {
     "__rrshift__": _zero_derivative(operator.rshift, reflected=True),
     # indexing and in-place writes: recorded copy-on-write (see ``mutation``)
     "__getitem__": getitem_view,
-    "__setitem__": setitem,
+    "__setitem__": _setitem,
     "__iadd__": _in_place(P.add),
     "__isub__": _in_place(P.subtract),
     "__imul__": _in_place(P.multiply),
