@@ -529,3 +529,23 @@ def test_traced_values_written_into_an_integer_array_carry_no_gradient(how: str)
         lambda x: np.sum(np.trunc(x * 3.0)) + np.sum(x), (np.array([1.5, 2.2]),), 0
     )
     np.testing.assert_allclose(expected, [1.0, 1.0])
+
+
+def test_array_namespace_takes_the_standards_versions() -> None:
+    x = tape_xp.ones(2)
+    assert x.__array_namespace__(api_version="2022.12") is tape_xp
+    with pytest.raises(ValueError, match="2099.12"):
+        x.__array_namespace__(api_version="2099.12")
+
+
+def test_numpy_functions_on_masks_inside_f() -> None:
+    # numpy-style code on the results of comparisons, which are tape arrays now
+    def f(x: Any) -> Any:
+        mask = x > 1.5
+        assert bool(np.any(mask)) and not bool(np.all(mask))
+        assert int(np.count_nonzero(mask)) == 2 and int(np.argmax(x)) == 2
+        np.testing.assert_array_equal(np.arange(3.0)[mask], [1.0, 2.0])  # numpy indexing
+        return _xp(x).sum(np.where(mask, x, 0.0))
+
+    (g,) = ad.gradient(f, np.array([1.0, 2.0, 3.0]), backend="tape")
+    np.testing.assert_array_equal(g, [0.0, 1.0, 1.0])
