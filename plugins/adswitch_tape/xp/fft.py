@@ -62,14 +62,16 @@ fftn, ifftn = _many_axes(np.fft.fftn, "fftn"), _many_axes(np.fft.ifftn, "ifftn")
 rfftn, irfftn = _many_axes(np.fft.rfftn, "rfftn"), _many_axes(np.fft.irfftn, "irfftn")
 
 
-def fftfreq(n: int, /, *, d: float = 1.0, device: Any = None) -> Any:
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Any:
     """The sample frequencies of an ``n``-point transform (a fresh buffer)."""
-    return constant(np.fft.fftfreq(n, d=d))
+    out = np.fft.fftfreq(n, d=d)
+    return constant(out if dtype is None else out.astype(dtype))
 
 
-def rfftfreq(n: int, /, *, d: float = 1.0, device: Any = None) -> Any:
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Any:
     """The sample frequencies of an ``n``-point real transform (a fresh buffer)."""
-    return constant(np.fft.rfftfreq(n, d=d))
+    out = np.fft.rfftfreq(n, d=d)
+    return constant(out if dtype is None else out.astype(dtype))
 
 
 def _shift(x: Any, axes: Any, sign: int) -> Any:
