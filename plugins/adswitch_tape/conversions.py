@@ -59,6 +59,8 @@ _STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
 
 def constant(value: Any) -> Tracer:
     """A tape array of ``value`` without history (level 0): a constant, or a fresh buffer."""
+    if not isinstance(value, (np.ndarray, np.generic)):  # (a Python bool from `t == "a"`)
+        value = np.asarray(value)
     return Tracer(value, FREE, None)
 
 

@@ -6,7 +6,8 @@
 #
 # Usage: tests/array_api/run_suite.sh [more pytest arguments]
 # Environment: PYTHON (default: python), MAX_EXAMPLES (default: 10, about 20 s on two
-# cores), ARRAY_API_TESTS_DIR (default: shared/external/array-api-tests beside the repo).
+# cores), ARRAY_API_TESTS_DIR (default: shared/external/array-api-tests beside the
+# repository, or beside its main checkout for a git worktree).
 # Needs pytest, hypothesis and ndindex.
 set -euo pipefail
 
@@ -15,8 +16,13 @@ root=$(cd "$here/../.." && pwd)
 py=${PYTHON:-python}
 suite=${ARRAY_API_TESTS_DIR:-}
 if [ -z "$suite" ]; then
-    for candidate in "$root/../shared/external/array-api-tests" "$root/shared/external/array-api-tests"; do
-        if [ -d "$candidate" ]; then suite=$candidate; break; fi
+    # shared/ lies beside the repository (a git worktree: beside its main checkout)
+    common=$(git -C "$root" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+    for base in "$root/.." "$root" ${common:+"$common/../.."}; do
+        if [ -d "$base/shared/external/array-api-tests" ]; then
+            suite="$base/shared/external/array-api-tests"
+            break
+        fi
     done
 fi
 if [ -z "$suite" ] || [ ! -d "$suite/array_api_tests" ]; then
