@@ -201,11 +201,15 @@ def test_iteration_and_len() -> None:
     check_gradient(f, UNIT)
 
 
-def test_zero_derivative_functions_return_plain_numpy() -> None:
+def test_zero_derivative_functions_return_tape_arrays_of_numpys_values() -> None:
+    # one namespace for libraries: the results are the tape's arrays, without history
     def f(x: Any) -> Any:
         xp = _xp(x)
-        for out in (xp.sign(x), xp.floor(x), xp.round(x), x > 0, xp.argmax(x), xp.isnan(x)):
-            assert type(out).__module__.startswith("numpy")
+        outs = (xp.sign(x), xp.floor(x), xp.round(x), x > 0, xp.argmax(x), xp.isnan(x))
+        wants = (np.sign(UNIT), np.floor(UNIT), np.round(UNIT), UNIT > 0, np.argmax(UNIT))
+        for out, want in zip(outs, (*wants, np.isnan(UNIT)), strict=True):
+            assert out.__array_namespace__() is xp
+            np.testing.assert_array_equal(np.asarray(out), want)
         return xp.sum(x * xp.sign(x))
 
     (g,) = ad.gradient(f, UNIT, backend="tape")
@@ -342,7 +346,7 @@ def test_fresh_buffers_come_back_as_numpy() -> None:
     np.testing.assert_array_equal(listed, [1.0, 2.0])
 
 
-@pytest.mark.parametrize("name", ["linalg", "fft", "cumulative_prod", "no_such_function"])
+@pytest.mark.parametrize("name", ["cumulative_prod", "nextafter", "no_such_function"])
 def test_unsupported_names_raise_unsupported_error_naming_them(name: str) -> None:
     def f(x: Any) -> Any:
         return getattr(_xp(x), name)

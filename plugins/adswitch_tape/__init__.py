@@ -9,11 +9,14 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
        helpers (``helpers``: shapes, unbroadcasting) and the rule tables (``elementwise``,
        ``shapes``, ``linalg``, ``reductions``; non-smooth points documented there);
     4. ``mutation``   -- in-place writes, recorded copy-on-write, and numpy-style views;
+       ``conversions`` -- ``int``/``float``/``np.asarray``/DLPack of a tracer: allowed
+       where no gradient is dropped, refused with the fix where one would be;
        ``tracer``     -- the traced array: attaches operators, indexing and conversions to
        the core's :class:`Tracer`;
-    5. ``xp/``        -- the namespace's functions by kind; ``interop`` -- numpy's
-       protocols and ``__array_namespace__``; ``namespace`` -- the Array API namespace
-       (``ad.array_namespace(traced)``), which attaches ``interop`` when imported;
+    5. ``xp/``        -- the namespace's functions by kind, with the ``linalg`` and ``fft``
+       extensions; ``interop`` -- numpy's protocols and ``__array_namespace__``;
+       ``namespace`` -- the Array API namespace (``ad.array_namespace(traced)``), which
+       attaches ``interop`` when imported;
     6. ``engine``     -- one differentiation call: trace, sweep, hand back, restore;
     7. ``plugin``     -- the ``adswitch.backends`` entry point (imports nothing heavy).
 

@@ -42,6 +42,8 @@ _UFUNC_NAMES = {
     "right_shift": "bitwise_right_shift",
 }
 
+_API_VERSIONS = ("2021.12", "2022.12", "2023.12")
+
 _USE_XP = "Fix: use `xp = ad.array_namespace(x)` and xp's functions on traced values."
 
 
@@ -104,10 +106,25 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "ones_like": lambda a, dtype=None: ns.ones_like(a, dtype=dtype),
     "empty_like": lambda a, dtype=None: ns.empty_like(a, dtype=dtype),
     "full_like": lambda a, fill_value, dtype=None: ns.full_like(a, fill_value, dtype=dtype),
+    "any": lambda a, axis=None, keepdims=False: ns.any(a, axis=axis, keepdims=keepdims),
+    "all": lambda a, axis=None, keepdims=False: ns.all(a, axis=axis, keepdims=keepdims),
+    "count_nonzero": lambda a, axis=None, *, keepdims=False: ns.count_nonzero(
+        a, axis=axis, keepdims=keepdims
+    ),
+    "nonzero": lambda a: ns.nonzero(a),
+    "argmax": lambda a, axis=None, *, keepdims=False: ns.argmax(a, axis=axis, keepdims=keepdims),
+    "argmin": lambda a, axis=None, *, keepdims=False: ns.argmin(a, axis=axis, keepdims=keepdims),
+    "round": lambda a, decimals=0: ns.round(a) if decimals == 0 else _unsupported("round"),
     "shape": lambda a: a.shape,
     "ndim": lambda a: a.ndim,
     "size": lambda a: a.size,
 }
+
+
+def _unsupported(name: str) -> Any:
+    raise UnsupportedError(
+        f"tape: numpy.{name} with these arguments is not supported on traced values. {_USE_XP}"
+    )
 
 
 def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -127,7 +144,13 @@ def attach(namespace: ModuleType) -> None:
     global ns
     ns = namespace
 
-    def array_namespace(self: Tracer, api_version: str | None = None) -> Any:
+    def array_namespace(self: Tracer, /, *, api_version: str | None = None) -> Any:
+        if api_version is not None and api_version not in _API_VERSIONS:
+            raise ValueError(
+                f"tape: Array API version {api_version!r} is not supported; the tape's "
+                f"namespace implements {namespace.__array_api_version__} (and the versions "
+                f"before it: {', '.join(_API_VERSIONS)})"
+            )
         return namespace
 
     def on_ufunc(self: Tracer, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:

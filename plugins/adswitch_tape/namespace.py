@@ -1,16 +1,22 @@
 """The Array API namespace of the tape (``xp = ad.array_namespace(traced)``).
 
-Functions take tracers, numpy arrays and Python scalars alike (numpy arrays and scalars
-are constants). Differentiable functions are the primitives (``rules.primitives``) or
-compositions of them (``xp.shapes``, ``xp.indexing``, ``xp.reductions``); functions
-whose derivative is zero everywhere it exists (comparisons, ``sign``, ``floor``,
-``argmax``...) return plain numpy results of the concrete values. Creation functions
-(``zeros``, ``ones``, ``full``, ``empty``, ``eye``, the ``*_like`` ones, ``asarray`` of
-Python data) return *fresh buffers*: tracers without history, so that writing traced
-values into them (``buf[i] = v``) is differentiated; as outputs they come back as numpy.
+Functions take tape arrays, numpy arrays and Python scalars alike (numpy arrays and
+scalars are constants), and return tape arrays when given one, so code that asks for the
+namespace of its results (``array_api_compat.array_namespace``) sees this one.
+Differentiable functions are the primitives (``rules.primitives``) or compositions of
+them (``xp.shapes``, ``xp.indexing``, ``xp.reductions``, ``xp.linalg``); functions whose
+derivative is zero everywhere it exists (comparisons, ``sign``, ``floor``, ``argmax``...:
+``xp.elementwise``, ``xp.searching``) compute numpy's result on the concrete values, as a
+tape array without history. Creation functions (``zeros``, ``ones``, ``full``,
+``empty``, ``eye``, the ``*_like`` ones, ``asarray`` of numpy arrays and Python data)
+return *fresh buffers*: tracers without history, so that writing traced values into
+them (``buf[i] = v``) is differentiated; as outputs they come back as numpy.
 
-A name the standard defines that the tape does not provide (``linalg``, ``fft``,
-``cumulative_prod``...) raises :class:`UnsupportedFunctionError` naming it -- an
+The extensions are sub-namespaces: ``xp.linalg`` (``xp/linalg.py``: differentiated
+where it composes of primitives, numpy's on constants otherwise) and ``xp.fft``
+(constants only: the tape differentiates real arrays). A name the standard defines
+that the tape does not provide (``cumulative_prod``, ``nextafter``...) raises
+:class:`UnsupportedFunctionError` naming it -- an
 :class:`~adswitch.errors.UnsupportedError` that is also an ``AttributeError``, so
 ``hasattr(xp, name)`` stays False.
 
@@ -34,7 +40,7 @@ from adswitch.errors import UnsupportedError
 
 from . import interop as _interop
 from .rules import primitives as P
-from .tracer import raw
+from .xp import fft, linalg
 from .xp.creation import (
     arange,
     asarray,
@@ -51,7 +57,59 @@ from .xp.creation import (
     zeros,
     zeros_like,
 )
-from .xp.indexing import diff, repeat, roll, sort, take, take_along_axis, tile, tril, triu
+from .xp.dtypes import (
+    __array_namespace_info__,
+    can_cast,
+    finfo,
+    iinfo,
+    isdtype,
+    result_type,
+)
+from .xp.elementwise import (
+    bitwise_and,
+    bitwise_invert,
+    bitwise_left_shift,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    ceil,
+    clip,
+    conj,
+    equal,
+    floor,
+    floor_divide,
+    greater,
+    greater_equal,
+    imag,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    not_equal,
+    real,
+    round,
+    sign,
+    signbit,
+    trunc,
+    where,
+)
+from .xp.indexing import (
+    argsort,
+    diff,
+    repeat,
+    roll,
+    sort,
+    take,
+    take_along_axis,
+    tile,
+    tril,
+    triu,
+)
 from .xp.reductions import (
     cumulative_sum,
     max,
@@ -63,6 +121,19 @@ from .xp.reductions import (
     tensordot,
     var,
     vecdot,
+)
+from .xp.searching import (
+    all,
+    any,
+    argmax,
+    argmin,
+    count_nonzero,
+    nonzero,
+    searchsorted,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
 )
 from .xp.shapes import (
     broadcast_arrays,
@@ -89,21 +160,20 @@ __all__ = [
     "asinh", "astype", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
     "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bool",
     "broadcast_arrays", "broadcast_to", "can_cast", "ceil", "clip", "complex128", "complex64",
-    "concat", "concatenate", "conj", "copysign", "cos", "cosh", "count_nonzero",
-    "cumulative_sum", "diff", "divide", "e", "empty", "empty_like", "equal", "exp",
-    "expand_dims", "expm1", "eye", "finfo", "flip", "float32", "float64", "floor",
-    "floor_divide", "from_dlpack", "full", "full_like", "greater", "greater_equal", "hypot",
-    "iinfo", "imag", "inf", "int16", "int32", "int64", "int8", "isdtype", "isfinite", "isinf",
-    "isnan", "less", "less_equal", "linspace", "log", "log10", "log1p", "log2", "logaddexp",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "matmul", "matrix_transpose",
-    "max", "maximum", "mean", "meshgrid", "min", "minimum", "moveaxis", "multiply", "nan",
-    "negative", "newaxis", "nonzero", "not_equal", "ones", "ones_like", "permute_dims", "pi",
-    "positive", "pow", "power", "prod", "real", "remainder", "repeat", "reshape", "result_type",
-    "roll", "round", "searchsorted", "sign", "signbit", "sin", "sinh", "sort", "sqrt", "square",
-    "squeeze", "stack", "std", "subtract", "sum", "take", "take_along_axis", "tan", "tanh",
-    "tensordot", "tile", "tril", "triu", "trunc", "uint16", "uint32", "uint64", "uint8",
-    "unique_all", "unique_counts", "unique_inverse", "unique_values", "unstack", "var",
-    "vecdot", "where", "zeros", "zeros_like",
+    "concat", "concatenate", "conj", "copysign", "cos", "cosh", "count_nonzero", "cumulative_sum",
+    "diff", "divide", "e", "empty", "empty_like", "equal", "exp", "expand_dims", "expm1", "eye",
+    "fft", "finfo", "flip", "float32", "float64", "floor", "floor_divide", "from_dlpack", "full",
+    "full_like", "greater", "greater_equal", "hypot", "iinfo", "imag", "inf", "int16", "int32",
+    "int64", "int8", "isdtype", "isfinite", "isinf", "isnan", "less", "less_equal", "linalg",
+    "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean", "meshgrid",
+    "min", "minimum", "moveaxis", "multiply", "nan", "negative", "newaxis", "nonzero", "not_equal",
+    "ones", "ones_like", "permute_dims", "pi", "positive", "pow", "power", "prod", "real",
+    "remainder", "repeat", "reshape", "result_type", "roll", "round", "searchsorted", "sign",
+    "signbit", "sin", "sinh", "sort", "sqrt", "square", "squeeze", "stack", "std", "subtract",
+    "sum", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "tril", "triu", "trunc",
+    "uint16", "uint32", "uint64", "uint8", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values", "unstack", "var", "vecdot", "where", "zeros", "zeros_like",
 ]  # fmt: skip
 
 # -- constants and dtypes (numpy's) ------------------------------------------------------
@@ -157,109 +227,6 @@ arccos, arccosh, arcsin, arcsinh, arctan, arctanh, arctan2 = (
     atan2,
 )
 power, absolute, concatenate = pow, abs, concat
-
-
-def real(x: Any, /) -> Any:
-    """The real part: the array itself, copied (the tape differentiates real dtypes)."""
-    return P.positive(x)
-
-
-conj = real
-
-
-def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
-    """``minimum(maximum(x, min), max)``: at a bound the gradient is split (0.5 each)."""
-    if min is not None:
-        x = P.maximum(x, min)
-    if max is not None:
-        x = P.minimum(x, max)
-    return x
-
-
-def where(condition: Any, x1: Any, x2: Any, /) -> Any:
-    """Elementwise choice; the condition carries no gradient."""
-    return P.where(raw(condition), x1, x2)
-
-
-# -- functions with a zero derivative: plain results of the concrete values -------------
-def _plain(fn: Any) -> Any:
-    def plain(*args: Any, **kw: Any) -> Any:
-        return fn(*(raw(a) for a in args), **kw)
-
-    plain.__name__ = plain.__qualname__ = getattr(fn, "__name__", "plain")
-    plain.__doc__ = f"``numpy.{plain.__name__}`` of the concrete values (no gradient)."
-    return plain
-
-
-sign, floor, ceil, trunc, signbit = (
-    _plain(np.sign),
-    _plain(np.floor),
-    _plain(np.ceil),
-    _plain(np.trunc),
-    _plain(np.signbit),
-)
-isfinite, isinf, isnan, floor_divide = (
-    _plain(np.isfinite),
-    _plain(np.isinf),
-    _plain(np.isnan),
-    _plain(np.floor_divide),
-)
-equal, not_equal, less, less_equal = (
-    _plain(np.equal),
-    _plain(np.not_equal),
-    _plain(np.less),
-    _plain(np.less_equal),
-)
-greater, greater_equal = _plain(np.greater), _plain(np.greater_equal)
-logical_and, logical_or, logical_not, logical_xor = (
-    _plain(np.logical_and),
-    _plain(np.logical_or),
-    _plain(np.logical_not),
-    _plain(np.logical_xor),
-)
-bitwise_and, bitwise_or, bitwise_xor, bitwise_invert = (
-    _plain(np.bitwise_and),
-    _plain(np.bitwise_or),
-    _plain(np.bitwise_xor),
-    _plain(np.bitwise_invert),
-)
-bitwise_left_shift, bitwise_right_shift = (
-    _plain(np.bitwise_left_shift),
-    _plain(np.bitwise_right_shift),
-)
-argmax, argmin, argsort, nonzero = (
-    _plain(np.argmax),
-    _plain(np.argmin),
-    _plain(np.argsort),
-    _plain(np.nonzero),
-)
-searchsorted, count_nonzero, all, any = (
-    _plain(np.searchsorted),
-    _plain(np.count_nonzero),
-    _plain(np.all),
-    _plain(np.any),
-)
-unique_all, unique_counts = _plain(np.unique_all), _plain(np.unique_counts)
-unique_inverse, unique_values = _plain(np.unique_inverse), _plain(np.unique_values)
-result_type, can_cast, isdtype = _plain(np.result_type), _plain(np.can_cast), np.isdtype
-imag = _plain(np.imag)
-
-
-def round(x: Any, /) -> Any:
-    """``numpy.round`` of the concrete values (no gradient)."""
-    return np.round(raw(x))
-
-
-def finfo(type: Any, /) -> Any:
-    return np.finfo(raw(type).dtype if hasattr(type, "dtype") else type)
-
-
-def iinfo(type: Any, /) -> Any:
-    return np.iinfo(raw(type).dtype if hasattr(type, "dtype") else type)
-
-
-def __array_namespace_info__() -> Any:
-    return np.__array_namespace_info__()
 
 
 def __getattr__(name: str) -> Any:

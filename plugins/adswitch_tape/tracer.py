@@ -1,17 +1,16 @@
 """The traced array: the core's :class:`Tracer` given the behaviour of a numpy array.
 
 Importing this module attaches to :class:`~adswitch_tape.core.node.Tracer` arithmetic
-(reflected forms included), comparisons (plain boolean arrays), ``@``, indexing,
-in-place writes, iteration, ``.T``/``.mT`` and the conversions; every operation on a
+(reflected forms included), comparisons, bitwise operators, ``@``, indexing, in-place
+writes, iteration, ``.T``/``.mT`` and the conversions; every operation on a
 tracer is a recorded primitive (see ``recording``). The layers above import ``Tracer``
 and ``raw`` from here, so the class they see is the whole array. (numpy's protocols and
 ``__array_namespace__`` are attached by ``interop``, with the namespace.)
 
-Conversions that would silently drop the trace -- ``float(t)``, ``np.asarray(t)``, and
-the writes of a tracer into a plain numpy array that numpy performs through them -- raise
-:class:`~adswitch.errors.MutationError` / :class:`~adswitch.errors.UnsupportedError` saying
-the fix. ``bool(t)`` is allowed: branching on a value is piecewise differentiation, as in
-torch, jax (without jit) and autograd.
+The conversions (``int``, ``float``, ``np.asarray``, ``__dlpack__``...) are in
+``conversions``: allowed where no gradient is dropped, refused with the fix where one would be.
+Comparisons, bitwise operators and ``//`` have a zero derivative: they give tape arrays
+without history (``conversions.constant``), so results stay in the tape's namespace.
 """
 
 from __future__ import annotations
@@ -20,23 +19,12 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
-from adswitch.errors import MutationError, UnsupportedError
-
+from . import conversions as C
 from .core import Tracer, raw
 from .mutation import getitem_view, inplace, permuted_view, setitem, transposed_view
 from .rules import primitives as P
 
 __all__ = ["Tracer", "raw"]
-
-_TO_NUMPY = (
-    "tape: a traced value was converted to a plain number or numpy array ({how}); that "
-    "drops its gradient, and writing it into a plain numpy array would make the gradient "
-    "wrong. Fix: keep traced values in arrays built by the namespace -- a traced buffer "
-    "from `xp.zeros_like(x)` (then `buf[i] = value`), or `xp.stack`/`xp.concat` of the "
-    "pieces -- where `xp = ad.array_namespace(x)`; use xp functions, not numpy's."
-)
 
 
 # -- array attributes ------------------------------------------------------------------
@@ -53,30 +41,6 @@ def _len(self: Tracer) -> int:
 def _iter(self: Tracer) -> Iterator[Any]:
     for i in range(_len(self)):
         yield getitem_view(self, i)
-
-
-# -- conversions ------------------------------------------------------------------------
-def _array(self: Tracer, dtype: Any = None, copy: Any = None) -> np.ndarray:
-    if self._trace.level == 0:  # a fresh buffer holding constants: nothing to drop
-        return np.asarray(raw(self), dtype=dtype)
-    raise MutationError(_TO_NUMPY.format(how="np.asarray, or `numpy_array[...] = traced`"))
-
-
-def _float(self: Tracer) -> float:
-    if self._trace.level == 0:
-        return float(raw(self))
-    raise MutationError(_TO_NUMPY.format(how="float(), or `numpy_array[i] = traced`"))
-
-
-def _refuse(how: str) -> Callable[[Tracer], Any]:
-    def refuse(self: Tracer) -> Any:
-        raise UnsupportedError(_TO_NUMPY.format(how=how))
-
-    return refuse
-
-
-def _bool(self: Tracer) -> bool:
-    return bool(raw(self))
 
 
 # -- arithmetic: each one a recorded primitive ---------------------------------------------
@@ -103,27 +67,49 @@ def _rmod(self: Tracer, other: Any) -> Any:
     return P.remainder(other, self)
 
 
-def _floordiv(self: Tracer, other: Any) -> Any:  # piecewise constant: no gradient
-    return raw(self) // raw(other)
+def _zero_derivative(op: Callable[..., Any], reflected: bool = False) -> Callable[..., Any]:
+    """An operator with a zero derivative (comparisons, ``//``, bitwise): a tape array of
+    numpy's result on the values, without history."""
+    if reflected:
+
+        def rop(self: Tracer, other: Any) -> Any:
+            return C.constant(op(raw(other), raw(self)))
+
+        return rop
+
+    def zop(self: Tracer, other: Any) -> Any:
+        return C.constant(op(raw(self), raw(other)))
+
+    return zop
 
 
-def _rfloordiv(self: Tracer, other: Any) -> Any:
-    return raw(other) // raw(self)
+def _invert(self: Tracer) -> Any:
+    return C.constant(operator.invert(raw(self)))
 
 
-def _compare(op: Callable[[Any, Any], Any]) -> Callable[[Tracer, Any], Any]:
-    """A comparison: a plain boolean array of the values (no gradient flows through it)."""
+# -- writes: recorded copy-on-write (``mutation``) ------------------------------------------
+# An integer or boolean array holds what is written into it truncated (numpy's casting):
+# a zero derivative, so a traced value written into one is written as its value.
+def _untraced(value: Any) -> Any:
+    if type(value) is Tracer:
+        return raw(value)
+    if isinstance(value, (list, tuple)):
+        return [_untraced(v) for v in value]
+    return value
 
-    def compare(self: Tracer, other: Any) -> Any:
-        return op(raw(self), raw(other))
 
-    return compare
+def _setitem(self: Tracer, key: Any, value: Any) -> None:
+    if self.dtype.kind in "biu" and (type(value) is Tracer or isinstance(value, (list, tuple))):
+        value = _untraced(value)
+    setitem(self, key, value)
 
 
 def _in_place(op: Callable[..., Any]) -> Callable[[Tracer, Any], Tracer]:
     """``x op= other``: recorded copy-on-write, the tracer keeps its identity (``mutation``)."""
 
     def in_place(self: Tracer, other: Any) -> Tracer:
+        if type(other) is Tracer and self.dtype.kind in "biu":
+            other = raw(other)
         return inplace(self, op, other)
 
     return in_place
@@ -134,12 +120,14 @@ _BEHAVIOUR: dict[str, Any] = {
     "mT": property(transposed_view),
     "__len__": _len,
     "__iter__": _iter,
-    "__array__": _array,
-    "__float__": _float,
-    "__complex__": _refuse("complex()"),
-    "__int__": _refuse("int()"),
-    "__index__": _refuse("use as an index"),
-    "__bool__": _bool,
+    "__array__": C.array,
+    "__float__": C.to_float,
+    "__complex__": C.to_complex,
+    "__int__": C.to_int,
+    "__index__": C.to_index,
+    "__bool__": C.to_bool,
+    "__dlpack__": C.dlpack,
+    "__dlpack_device__": C.dlpack_device,
     "__neg__": P.negative,
     "__pos__": P.positive,
     "__abs__": P.abs,
@@ -157,23 +145,41 @@ _BEHAVIOUR: dict[str, Any] = {
     "__rmatmul__": _rmatmul,
     "__mod__": P.remainder,
     "__rmod__": _rmod,
-    "__floordiv__": _floordiv,
-    "__rfloordiv__": _rfloordiv,
-    "__eq__": _compare(operator.eq),
-    "__ne__": _compare(operator.ne),
-    "__lt__": _compare(operator.lt),
-    "__le__": _compare(operator.le),
-    "__gt__": _compare(operator.gt),
-    "__ge__": _compare(operator.ge),
+    "__floordiv__": _zero_derivative(operator.floordiv),
+    "__rfloordiv__": _zero_derivative(operator.floordiv, reflected=True),
+    "__eq__": _zero_derivative(operator.eq),
+    "__ne__": _zero_derivative(operator.ne),
+    "__lt__": _zero_derivative(operator.lt),
+    "__le__": _zero_derivative(operator.le),
+    "__gt__": _zero_derivative(operator.gt),
+    "__ge__": _zero_derivative(operator.ge),
+    "__invert__": _invert,
+    "__and__": _zero_derivative(operator.and_),
+    "__rand__": _zero_derivative(operator.and_, reflected=True),
+    "__or__": _zero_derivative(operator.or_),
+    "__ror__": _zero_derivative(operator.or_, reflected=True),
+    "__xor__": _zero_derivative(operator.xor),
+    "__rxor__": _zero_derivative(operator.xor, reflected=True),
+    "__lshift__": _zero_derivative(operator.lshift),
+    "__rlshift__": _zero_derivative(operator.lshift, reflected=True),
+    "__rshift__": _zero_derivative(operator.rshift),
+    "__rrshift__": _zero_derivative(operator.rshift, reflected=True),
     # indexing and in-place writes: recorded copy-on-write (see ``mutation``)
     "__getitem__": getitem_view,
-    "__setitem__": setitem,
+    "__setitem__": _setitem,
     "__iadd__": _in_place(P.add),
     "__isub__": _in_place(P.subtract),
     "__imul__": _in_place(P.multiply),
     "__itruediv__": _in_place(P.divide),
     "__ipow__": _in_place(P.pow),
     "__imatmul__": _in_place(P.matmul),
+    "__imod__": _in_place(P.remainder),
+    "__ifloordiv__": _in_place(_zero_derivative(operator.floordiv)),
+    "__iand__": _in_place(_zero_derivative(operator.and_)),
+    "__ior__": _in_place(_zero_derivative(operator.or_)),
+    "__ixor__": _in_place(_zero_derivative(operator.xor)),
+    "__ilshift__": _in_place(_zero_derivative(operator.lshift)),
+    "__irshift__": _in_place(_zero_derivative(operator.rshift)),
 }
 
 for _name, _member in _BEHAVIOUR.items():

@@ -1,5 +1,6 @@
 """Array API selection and rearrangement for the tape: take, roll, repeat, tile, sort, diff,
-tril/triu -- each a gather (``getitem``) or a mask (``where``) of the primitives.
+tril/triu -- each a gather (``getitem``) or a mask (``where``) of the primitives -- and
+``argsort`` (a zero derivative).
 
 Index arrays are copied (the backward pass reuses them). Part of the namespace.
 """
@@ -13,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from ..rules import primitives as P
-from ..tracer import raw
-from .axes import axes_of, ndim_of
+from ..tracer import Tracer, raw
+from .axes import axes_of, like_inputs, ndim_of
 from .shapes import concat
 
 __all__ = [
-    "diff", "repeat", "roll", "sort", "take", "take_along_axis", "tile", "tril", "triu",
+    "argsort", "diff", "repeat", "roll", "sort", "take", "take_along_axis", "tile", "tril", "triu",
 ]  # fmt: skip
 
 
@@ -88,7 +89,8 @@ def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None, append: 
 def _triangle(x: Any, k: int, lower: bool) -> Any:
     rows, cols = np.shape(raw(x))[-2:]
     mask = np.tri(rows, cols, k, dtype=bool)
-    return P.where(mask if lower else ~np.tri(rows, cols, k - 1, dtype=bool), x, 0.0)
+    zero = np.zeros((), dtype=raw(x).dtype)  # (0.0 would promote an integer array)
+    return P.where(mask if lower else ~np.tri(rows, cols, k - 1, dtype=bool), x, zero)
 
 
 def tril(x: Any, /, *, k: int = 0) -> Any:
@@ -101,9 +103,23 @@ def triu(x: Any, /, *, k: int = 0) -> Any:
     return _triangle(x, k, lower=False)
 
 
+def _order(x: Any, axis: int, descending: bool) -> np.ndarray:
+    """The stable sorting permutation along ``axis``; descending keeps equal elements in
+    their original order too (the ascending order of the reversed array, reversed)."""
+    values = raw(x)
+    if not descending:
+        return np.argsort(values, axis=axis, stable=True)
+    n = np.shape(values)[axis]
+    backwards = np.argsort(np.flip(values, axis=axis), axis=axis, stable=True)
+    order: np.ndarray = (n - 1) - np.flip(backwards, axis=axis)
+    return order
+
+
+def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
+    """The indices that sort ``x`` along ``axis`` (stable; a zero derivative)."""
+    return like_inputs(_order(x, axis, descending), type(x) is Tracer)
+
+
 def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
     """Sorted along ``axis``; each element's gradient follows it to its sorted place."""
-    order = np.argsort(raw(x), axis=axis, stable=True)
-    if descending:
-        order = np.flip(order, axis=axis)
-    return take_along_axis(x, order, axis=axis)
+    return take_along_axis(x, _order(x, axis, descending), axis=axis)

@@ -14,6 +14,7 @@ import numpy as np
 from ..rules import primitives as P
 from ..tracer import raw
 from .axes import axes_of, count, ndim_of
+from .elementwise import conj
 
 __all__ = [
     "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "tensordot", "var", "vecdot",
@@ -73,8 +74,28 @@ def cumulative_sum(
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """``sum(x1 * x2, axis=axis)`` (real arrays)."""
-    return sum(x1 * x2, axis=axis)
+    """``sum(conj(x1) * x2, axis=axis)`` over broadcast arrays whose ``axis`` has one
+    length, in their result dtype (numpy's sum would widen small integers)."""
+    s1, s2 = np.shape(raw(x1)), np.shape(raw(x2))
+    shape = np.broadcast_shapes(s1, s2)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"vecdot: axis {axis} is out of range for shapes {s1} and {s2}")
+    ax = axis % len(shape)
+    n1, n2 = _length(s1, ax - len(shape)), _length(s2, ax - len(shape))
+    if n1 != n2:
+        raise ValueError(
+            f"vecdot: the contracted axis has length {n1} in x1 (shape {s1}) and {n2} in "
+            f"x2 (shape {s2}); they must be equal (it is not broadcast)"
+        )
+    product = (conj(x1) if np.iscomplexobj(raw(x1)) else x1) * x2
+    out = P.sum(product, axis=(ax,))
+    dtype = raw(product).dtype
+    return out if raw(out).dtype == dtype else P.astype(out, dtype=dtype)
+
+
+def _length(shape: tuple[int, ...], axis: int) -> int | None:
+    """The length of a negative ``axis`` of ``shape``, or None where it has no such axis."""
+    return shape[axis] if -len(shape) <= axis else None
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: Any = 2) -> Any:

@@ -38,9 +38,11 @@ def matrix_transpose(x: Any, /) -> Any:
     return transposed_view(x)
 
 
-def expand_dims(x: Any, /, *, axis: int = 0) -> Any:
-    """Insert an axis of length 1 at ``axis``."""
+def expand_dims(x: Any, /, axis: int = 0) -> Any:
+    """Insert an axis of length 1 at ``axis`` (in ``[-ndim - 1, ndim]``)."""
     shape = list(np.shape(raw(x)))
+    if not -len(shape) - 1 <= axis <= len(shape):
+        raise IndexError(f"expand_dims: axis {axis} is out of range for {len(shape)} axes")
     shape.insert(axis if axis >= 0 else len(shape) + axis + 1, 1)
     return reshaped_view(x, tuple(shape))
 

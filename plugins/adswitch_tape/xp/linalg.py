@@ -1,0 +1,224 @@
+"""The Array API ``linalg`` extension for the tape (``xp.linalg``), so far.
+
+Differentiated where the function is a composition of the primitives: ``matmul``,
+``matrix_transpose``, ``tensordot``, ``vecdot``, ``cross``, ``diagonal``, ``trace``,
+``outer``, ``vector_norm``, ``matrix_norm`` (``'fro'``, 1, -1, inf, -inf) and
+``matrix_power`` (``n >= 0``); norms at zero have gradient 0 (a subgradient, as ``abs``
+at 0). ``matrix_rank`` has a zero derivative. The factorizations and solvers
+(``cholesky``, ``det``, ``eigh``, ``inv``, ``qr``, ``solve``, ``svd``...) need gradient
+rules of their own: on constants they are numpy's, on a traced array they raise
+:class:`~adswitch.errors.UnsupportedError` with the fix (see ``axes.constants_only``).
+Part of the namespace.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Literal
+
+import numpy as np
+
+from adswitch.errors import UnsupportedError
+
+from ..conversions import carries_gradient
+from ..rules import primitives as P
+from ..tracer import Tracer, raw
+from .axes import axes_of, constants_only, like_inputs, ndim_of
+from .reductions import max, min, sum, tensordot, vecdot
+from .shapes import matrix_transpose, stack
+
+__all__ = [
+    "cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul",
+    "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr",
+    "slogdet", "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
+]  # fmt: skip
+
+matmul = P.matmul
+
+
+def _traced(*arrays: Any) -> builtins.bool:
+    return builtins.any(carries_gradient(a) for a in arrays)
+
+
+def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """The cross product of 3-vectors along ``axis`` (broadcast over the others)."""
+    s1, s2 = np.shape(raw(x1)), np.shape(raw(x2))
+    if not (s1[axis:][:1] == s2[axis:][:1] == (3,)):
+        raise ValueError(f"cross: axis {axis} must have length 3 in both shapes {s1}, {s2}")
+    if not _traced(x1, x2):
+        return constants_only("linalg.cross", np.linalg.cross, x1, x2, axis=axis)
+    shape = np.broadcast_shapes(s1, s2)
+    ax = axis % len(shape)
+    a = [_component(P.broadcast_to(x1, shape=shape), ax, i) for i in range(3)]
+    b = [_component(P.broadcast_to(x2, shape=shape), ax, i) for i in range(3)]
+    parts = [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    return stack(parts, axis=ax)
+
+
+def _component(x: Any, axis: int, i: int) -> Any:
+    return P.getitem(x, key=(slice(None),) * axis + (i,))
+
+
+def diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    """The diagonal ``offset`` of the last two axes (a gather: differentiated)."""
+    rows, cols = np.shape(raw(x))[-2:]
+    start_row, start_col = builtins.max(-offset, 0), builtins.max(offset, 0)
+    n = builtins.max(builtins.min(rows - start_row, cols - start_col), 0)
+    i = np.arange(n)
+    return P.getitem(x, key=(Ellipsis, i + start_row, i + start_col))
+
+
+def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    """The sum of the diagonal ``offset`` of the last two axes."""
+    return sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+
+def outer(x1: Any, x2: Any, /) -> Any:
+    """The outer product of two 1-d arrays."""
+    if ndim_of(x1) != 1 or ndim_of(x2) != 1:
+        raise ValueError("outer: both arguments must be 1-d")
+    return P.reshape(x1, shape=(-1, 1)) * P.reshape(x2, shape=(1, -1))
+
+
+def _safe_root(s: Any, p: float) -> Any:
+    """``s ** (1 / p)`` for ``s >= 0``, with gradient 0 where ``s == 0`` (not inf * 0)."""
+    zero = raw(s) == 0
+    root = P.sqrt(P.where(zero, 1.0, s)) if p == 2 else P.pow(P.where(zero, 1.0, s), 1.0 / p)
+    return P.where(zero, 0.0, root)
+
+
+def vector_norm(
+    x: Any,
+    /,
+    *,
+    axis: Any = None,
+    keepdims: builtins.bool = False,
+    ord: Any = 2,
+) -> Any:
+    """The ``ord``-norm over ``axis`` (all axes when None)."""
+    if not _traced(x) or np.iscomplexobj(raw(x)):
+        return constants_only(
+            "linalg.vector_norm", np.linalg.vector_norm, x, axis=axis, keepdims=keepdims, ord=ord
+        )
+    axes = axes_of(axis, ndim_of(x))
+    if ord == np.inf:
+        return max(P.abs(x), axis=axes, keepdims=keepdims)
+    if ord == -np.inf:
+        return min(P.abs(x), axis=axes, keepdims=keepdims)
+    if ord == 0:
+        count = np.count_nonzero(raw(x), axis=axes, keepdims=keepdims)
+        return like_inputs(count.astype(raw(x).dtype), True)
+    if ord == 2:
+        return _safe_root(sum(P.square(x), axis=axes, keepdims=keepdims), 2)
+    if ord == 1:
+        return sum(P.abs(x), axis=axes, keepdims=keepdims)
+    return _safe_root(sum(P.pow(P.abs(x), float(ord)), axis=axes, keepdims=keepdims), ord)
+
+
+def matrix_norm(
+    x: Any,
+    /,
+    *,
+    keepdims: builtins.bool = False,
+    ord: Any = "fro",
+) -> Any:
+    """The ``ord``-norm of the matrices in the last two axes."""
+    if not _traced(x) or np.iscomplexobj(raw(x)):
+        return constants_only(
+            "linalg.matrix_norm", np.linalg.matrix_norm, x, keepdims=keepdims, ord=ord
+        )
+    if ord == "fro":
+        return vector_norm(x, axis=(-2, -1), keepdims=keepdims)
+    if ord in (1, -1, np.inf, -np.inf):
+        summed, pick = (-2, -1) if ord in (1, -1) else (-1, -2)
+        extreme = max if ord in (1, np.inf) else min
+        out = extreme(sum(P.abs(x), axis=summed, keepdims=True), axis=pick, keepdims=True)
+        return out if keepdims else P.reshape(out, shape=np.shape(raw(out))[:-2])
+    raise UnsupportedError(
+        f"tape: xp.linalg.matrix_norm(ord={ord!r}) of a traced array needs singular values, "
+        "which have no gradient rule on the tape yet. Fix: ord='fro', 1 or inf, or choose "
+        "backend='torch' or 'jax'."
+    )
+
+
+def matrix_power(x: Any, n: int, /) -> Any:
+    """``x @ x @ ... @ x`` (``n`` times; the identity for ``n == 0``) by squaring."""
+    if n < 0 or not _traced(x):
+        return constants_only("linalg.matrix_power", np.linalg.matrix_power, x, n)
+    shape = np.shape(raw(x))
+    if n == 0:
+        eye = np.broadcast_to(np.eye(shape[-1], dtype=raw(x).dtype), shape)
+        return like_inputs(np.array(eye), True)
+    result: Any = None
+    power = x
+    while True:
+        if n & 1:
+            result = power if result is None else P.matmul(result, power)
+        n >>= 1
+        if not n:
+            return result
+        power = P.matmul(power, power)
+
+
+def matrix_rank(x: Any, /, *, rtol: Any = None) -> Any:
+    """The number of singular values above ``rtol`` times the largest (a zero derivative)."""
+    rank = np.linalg.matrix_rank(raw(x), rtol=raw(rtol))
+    return like_inputs(rank, type(x) is Tracer)
+
+
+# -- no gradient rule yet: numpy's on constants, refused on traced arrays ----------------
+def cholesky(x: Any, /, *, upper: builtins.bool = False) -> Any:
+    """The Cholesky factor (lower, or upper when ``upper``)."""
+    return constants_only("linalg.cholesky", np.linalg.cholesky, x, upper=upper)
+
+
+def det(x: Any, /) -> Any:
+    """The determinant."""
+    return constants_only("linalg.det", np.linalg.det, x)
+
+
+def eigh(x: Any, /) -> Any:
+    """Eigenvalues and eigenvectors of symmetric (Hermitian) matrices."""
+    return constants_only("linalg.eigh", np.linalg.eigh, x)
+
+
+def eigvalsh(x: Any, /) -> Any:
+    """Eigenvalues of symmetric (Hermitian) matrices."""
+    return constants_only("linalg.eigvalsh", np.linalg.eigvalsh, x)
+
+
+def inv(x: Any, /) -> Any:
+    """The inverse."""
+    return constants_only("linalg.inv", np.linalg.inv, x)
+
+
+def pinv(x: Any, /, *, rtol: Any = None) -> Any:
+    """The Moore-Penrose pseudo-inverse."""
+    if rtol is None:
+        return constants_only("linalg.pinv", np.linalg.pinv, x)
+    return constants_only("linalg.pinv", np.linalg.pinv, x, rtol=raw(rtol))
+
+
+def qr(x: Any, /, *, mode: Literal["reduced", "complete"] = "reduced") -> Any:
+    """The QR decomposition."""
+    return constants_only("linalg.qr", np.linalg.qr, x, mode=mode)
+
+
+def slogdet(x: Any, /) -> Any:
+    """The sign and the log of the absolute value of the determinant."""
+    return constants_only("linalg.slogdet", np.linalg.slogdet, x)
+
+
+def solve(x1: Any, x2: Any, /) -> Any:
+    """The solution of ``x1 @ out = x2``."""
+    return constants_only("linalg.solve", np.linalg.solve, x1, x2)
+
+
+def svd(x: Any, /, *, full_matrices: builtins.bool = True) -> Any:
+    """The singular value decomposition."""
+    return constants_only("linalg.svd", np.linalg.svd, x, full_matrices=full_matrices)
+
+
+def svdvals(x: Any, /) -> Any:
+    """The singular values."""
+    return constants_only("linalg.svdvals", np.linalg.svdvals, x)
