@@ -54,6 +54,7 @@ __all__ = [
     "Record",
     "ReferenceCache",
     "Caller",
+    "Preparer",
     "run_case",
     "run_suite",
     "has_capability",
