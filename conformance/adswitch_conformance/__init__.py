@@ -28,6 +28,8 @@ __all__ = [
     "UNSUPPORTED",
     "WRONG",
     "ERROR",
+    "PLAIN",
+    "PREPARED",
 ]
 
 _HOME = {
@@ -43,6 +45,8 @@ _HOME = {
     "UNSUPPORTED": ".runner",
     "WRONG": ".runner",
     "ERROR": ".runner",
+    "PLAIN": ".runner",
+    "PREPARED": ".runner",
 }
 
 

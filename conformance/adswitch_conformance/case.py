@@ -83,7 +83,13 @@ class Case:
         repeat_same: how many times the entry is called on the same arguments
             (checks ``zero=`` semantics: accumulate or restart).
         second_args: arguments for the hygiene re-run (default: ``make_args`` again);
-            different values catch stale caches.
+            different values catch stale caches. In the runner's prepared mode, the
+            point the call prepared at ``make_args`` is first called at.
+        prepared_second_raises: what a call prepared at ``make_args`` must raise at
+            ``second_args``: ``PreparationError`` where they differ from ``make_args`` in
+            structure, activity, shapes or dtypes (a prepared call is strict; the prepared
+            mode then checks each point with a call prepared at its own kind of
+            arguments). ``None``: ``second_args`` are of the prepared structure.
         has_aux: the ``has_aux=`` keyword (``vjp``, ``jvp``, ``jacobian``).
         mode: the ``mode=`` keyword of ``jacobian``.
         seeds: fresh directions on every call: for ``vjp`` the cotangents (each a tree
@@ -107,6 +113,7 @@ class Case:
     tol: Mapping[str, Tolerance] = field(default_factory=lambda: DEFAULT_TOL)
     repeat_same: int = 1
     second_args: Callable[[], tuple[Any, ...]] | None = None
+    prepared_second_raises: type[BaseException] | None = None
     has_aux: bool = False
     mode: str = "auto"
     seeds: Callable[[], tuple[Any, ...]] | None = None

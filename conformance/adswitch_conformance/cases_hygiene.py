@@ -1,7 +1,13 @@
 """Engine hygiene: no stale state or compiled program reused for the wrong call, nothing
 lost on error (rule 8). Every case also gets the runner's generic checks: a second call
 gives the same answer, the first result survives it, inputs ``f`` does not write stay
-unchanged, ``g[i] is dup.dval``."""
+unchanged, ``g[i] is dup.dval``.
+
+Run prepared (``adswitch conformance --prepared``), the cases whose ``second_args``
+change shapes, dtypes or activity expect a ``PreparationError`` from the call prepared at
+``make_args`` when it is called at ``second_args`` (a prepared call is strict: never a
+stale answer for arguments it was not prepared for); each point is then checked with a
+call prepared at its own kind of arguments."""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import adswitch as ad
-from adswitch.errors import ActivityError, OutputError
+from adswitch.errors import ActivityError, OutputError, PreparationError
 
 from .case import Case, arr
 
@@ -92,6 +98,7 @@ CASES = [
         _sin_x,
         lambda: (arr(165, 5),),
         second_args=lambda: (arr(166, 2, 3),),
+        prepared_second_raises=PreparationError,
     ),
     Case(
         "hygiene.stale_cache_dtype",
@@ -100,6 +107,7 @@ CASES = [
         _sin_x,
         _dtype_first,
         second_args=_dtype_second,
+        prepared_second_raises=PreparationError,
         requires=("float32",),
     ),
     Case(
@@ -110,6 +118,7 @@ CASES = [
         _activity_swap,
         lambda: (ad.Const(arr(167, 3)), arr(168, 3)),
         second_args=lambda: (arr(169, 3), ad.Const(arr(170, 3))),
+        prepared_second_raises=PreparationError,
     ),
     Case(
         "hygiene.closure_state_changes",

@@ -271,8 +271,11 @@ def check_state(vals: Sequence[Any], expected: Expected, mutation: bool) -> list
     return notes
 
 
-def check_unchanged(label: str, now: Any, before: Any) -> None:
-    """Raise :class:`Mismatch` when ``now`` differs from the snapshot ``before``.
+def check_unchanged(
+    label: str, now: Any, before: Any, why: str = "changed although the call raised: data lost"
+) -> None:
+    """Raise :class:`Mismatch` (``"<path> <why>"``) when ``now`` differs from the snapshot
+    ``before``.
 
     Example:
         >>> import numpy as np
@@ -282,4 +285,4 @@ def check_unchanged(label: str, now: Any, before: Any) -> None:
         leaves_with_paths(now, label), leaves_with_paths(before, label), strict=True
     ):
         if not _same(current, old):
-            raise Mismatch(f"{path} changed although the call raised: data lost")
+            raise Mismatch(f"{path} {why}")

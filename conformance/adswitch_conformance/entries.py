@@ -1,5 +1,6 @@
-"""How a case calls adswitch: the injectable :data:`Caller` and the call sequence of each
-entry (a ``vjp`` case also calls its pullback, once per cotangent)."""
+"""How a case calls adswitch: the injectable :data:`Caller` (and :data:`Preparer`, its
+prepared form) and the call sequence of each entry (a ``vjp`` case also calls its
+pullback, once per cotangent)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from typing import Any
 
 from .case import Case
 
-__all__ = ["Caller", "Got", "ad_caller", "options_for", "invoke"]
+__all__ = [
+    "Caller",
+    "Preparer",
+    "Prepared",
+    "Got",
+    "ad_caller",
+    "ad_preparer",
+    "prepared_caller",
+    "options_for",
+    "invoke",
+]
 
 Caller = Callable[..., Any]
 """``caller(entry, fn, args, backend, zero, **options)`` -> what the ``adswitch``
@@ -18,6 +29,16 @@ keywords the entry takes besides ``backend`` and ``zero``: ``has_aux`` (``vjp``,
 ``jacobian``), ``mode`` (``jacobian``), ``tangents`` (``jvp``, ``hvp``; ``args`` are then
 the primals). Gradient entries get no options, so a caller written for them alone keeps
 working. Injectable so that the runner's own logic can be tested without an engine."""
+
+Prepared = Callable[..., Any]
+"""``prepared(args, **options)`` -> what the prepared entry returns for ``args`` (the
+primals for ``jvp``/``hvp``, whose ``tangents`` come in ``options`` as for a
+:data:`Caller`)."""
+
+Preparer = Callable[..., Prepared]
+"""``preparer(entry, fn, example_args, backend, zero, **options)`` -> a :data:`Prepared`
+call: ``ad.prepare`` of the entry at the example (``options`` as for a :data:`Caller`; for
+``jvp``/``hvp`` their ``tangents`` are the example's). Injectable like :data:`Caller`."""
 
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "vjp": ("has_aux",),
@@ -68,6 +89,84 @@ def ad_caller(
     if entry == "derivative":
         return ad.derivative(fn, args[0], *args[1:], backend=backend)
     raise ValueError(f"unknown entry {entry!r}")
+
+
+def _operator(entry: str) -> Any:
+    import adswitch as ad
+
+    operators = {
+        "gradient": ad.gradient,
+        "withgradient": ad.withgradient,
+        "vjp": ad.vjp,
+        "jvp": ad.jvp,
+        "jacobian": ad.jacobian,
+        "hessian": ad.hessian,
+        "hvp": ad.hvp,
+        "derivative": ad.derivative,
+    }
+    if entry not in operators:
+        raise ValueError(f"unknown entry {entry!r}")
+    return operators[entry]
+
+
+# The keywords each entry's operator takes (``ad.prepare`` checks them like the operator).
+_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "gradient": ("zero",),
+    "withgradient": ("zero",),
+    "vjp": ("zero", "has_aux"),
+    "jvp": ("has_aux",),
+    "jacobian": ("mode", "has_aux"),
+    "hvp": ("zero",),
+}
+
+
+def ad_preparer(
+    entry: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    backend: str,
+    zero: bool,
+    **options: Any,
+) -> Prepared:
+    """The real preparer: ``ad.prepare`` of the entry's operator at ``args``.
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> def f(x):
+        ...     return ad.array_namespace(x).sum(x * x)
+        >>> prepared = ad_preparer("gradient", f, (np.ones(2),), "tape", True)
+        >>> prepared((np.array([1.0, 3.0]),))[0].tolist()
+        [2.0, 6.0]
+    """
+    import adswitch as ad
+
+    values = {"zero": zero, **options}
+    keywords = {name: values[name] for name in _KEYWORDS.get(entry, ())}
+    split = entry in ("jvp", "hvp")
+    example = (args, options["tangents"]) if split else args
+    prep = ad.prepare(_operator(entry), fn, *example, backend=backend, **keywords)
+
+    def call(call_args: tuple[Any, ...], **call_options: Any) -> Any:
+        return prep(call_args, call_options["tangents"]) if split else prep(*call_args)
+
+    return call
+
+
+def prepared_caller(prepared: Prepared) -> Caller:
+    """A :data:`Caller` that runs ``prepared`` (whatever entry, function and engine it is
+    asked for: those were fixed when it was prepared), so :func:`invoke` drives it."""
+
+    def call(
+        entry: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        backend: str,
+        zero: bool,
+        **options: Any,
+    ) -> Any:
+        return prepared(args, **options)
+
+    return call
 
 
 @dataclass

@@ -8,26 +8,39 @@
   (always a failure, whatever the engine declares), an expected error was not raised, or
   the check compared nothing.
 * **ERROR** -- any other exception.
+
+Two modes: :data:`PLAIN` calls the entry (``ad.gradient(f, *args)``...) on each point;
+:data:`PREPARED` prepares it once with ``ad.prepare`` and calls the prepared call at other
+points (see :mod:`adswitch_conformance.prepared_run`). Both give the same outcome, case by
+case: a case's expected error counts whether ``ad.prepare`` or the prepared call raises
+it.
 """
 
 from __future__ import annotations
 
-import copy
 import time
-import traceback
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .attempt import (
+    ERROR,
+    OUTCOMES,
+    PASS,
+    UNSUPPORTED,
+    WRONG,
+    ReferenceCache,
+    Verdict,
+    attempt,
+    describe,
+    replay_pullback,
+    verify_again,
+)
 from .capabilities import engine_capabilities, has_capability
 from .case import Case
-from .checks import Mismatch, check_unchanged
-from .consistency import check_adjoint
-from .entries import Caller, Got, ad_caller, invoke
-from .reference import Expected, unwrap
-from .reference_ops import expected_for
-from .verify import verify
+from .entries import Caller, Preparer, ad_caller, ad_preparer
+from .prepared_run import run_prepared
 
 __all__ = [
     "PASS",
@@ -35,171 +48,58 @@ __all__ = [
     "WRONG",
     "ERROR",
     "OUTCOMES",
+    "PLAIN",
+    "PREPARED",
+    "MODES",
     "Record",
     "ReferenceCache",
     "Caller",
+    "Preparer",
     "run_case",
     "run_suite",
     "has_capability",
     "engine_capabilities",
 ]
 
-PASS, UNSUPPORTED, WRONG, ERROR = "pass", "unsupported", "WRONG", "ERROR"
-OUTCOMES = (PASS, UNSUPPORTED, WRONG, ERROR)
+PLAIN, PREPARED = "plain", "prepared"
+MODES = (PLAIN, PREPARED)
+"""How a case's entry is called: directly, or through ``ad.prepare`` (prepared at the
+case's point, called at others)."""
 
 
 @dataclass
 class Record:
-    """One line of the report: the outcome of one case on one engine."""
+    """One line of the report: the outcome of one case on one engine, in one mode."""
 
     backend: str
     case: str
     outcome: str
     seconds: float
     message: str = ""
+    mode: str = PLAIN
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-class ReferenceCache:
-    """References computed once per (case, argument set) and shared by every engine."""
-
-    def __init__(self) -> None:
-        self._store: dict[tuple[str, str], Expected] = {}
-        self.seconds = 0.0  # spent computing references, kept out of the engines' timings
-
-    def get(self, case: Case, which: str, args: Sequence[Any]) -> Expected:
-        key = (case.id, which)
-        if key not in self._store:
-            start = time.perf_counter()
-            self._store[key] = expected_for(case, args)
-            self.seconds += time.perf_counter() - start
-        return self._store[key]
-
-
 _DEFAULT_CACHE = ReferenceCache()
 
 
-def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip().replace("\n", " ")
-    return text if len(text) <= 400 else text[:397] + "..."
-
-
-def _chain(exc: BaseException) -> Iterable[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-class _Outcome(Exception):
-    def __init__(self, outcome: str, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.message = message
-
-
-def _attempt(
-    case: Case,
-    backend: str,
-    caps: Any,
-    args: tuple[Any, ...],
-    which: str,
-    cache: ReferenceCache,
-    caller: Caller,
-    fresh: Callable[[], tuple[Any, ...]] | None,
-) -> tuple[Got | None, Expected | None, list[Any], list[str]]:
-    """Run the entry on ``args`` and check everything; raise :class:`_Outcome` unless the
-    case passed. Returns what the check needs to re-verify the result later. ``fresh``
-    makes arguments equal to ``args`` for the extra calls of the adjoint check (``None``:
-    no adjoint check)."""
-    from adswitch.errors import AdswitchError
-
-    kinds = [unwrap(a)[0] for a in args]
-    dvals_before = [
-        copy.deepcopy(a.dval) if k == "dup" else None for a, k in zip(args, kinds, strict=True)
-    ]
-    seeds = case.seeds() if case.seeds is not None else ()
-    seeds_before = copy.deepcopy(seeds)
-    expected = None if case.raises is not None else cache.get(case, which, args)
-    try:
-        got = invoke(case, args, backend, caller, seeds)
-    except Exception as exc:
-        for i, (arg, kind) in enumerate(zip(args, kinds, strict=True)):
-            if kind == "dup":
-                try:
-                    check_unchanged(f"args[{i}].dval", arg.dval, dvals_before[i])
-                except Mismatch as lost:
-                    raise _Outcome(WRONG, f"{lost} ({_describe(exc)})") from exc
-        if case.raises is not None and any(isinstance(e, case.raises) for e in _chain(exc)):
-            return None, None, dvals_before, []
-        if isinstance(exc, case.also_ok):
-            return None, None, dvals_before, [f"accepted: {_describe(exc)}"]
-        missing = [name for name in case.requires if not has_capability(caps, name)]
-        if missing and isinstance(exc, AdswitchError):
-            raise _Outcome(
-                UNSUPPORTED, f"declares no {', '.join(missing)}; {_describe(exc)}"
-            ) from exc
-        raise _Outcome(ERROR, _describe(exc) + _where(exc)) from exc
-    if case.raises is not None:
-        raise _Outcome(WRONG, f"expected {case.raises.__name__}, but the call returned")
-    assert expected is not None
-    notes = _verify(case, args, got, expected, dvals_before, caps)
-    try:
-        check_unchanged("tangents" if case.entry != "vjp" else "cotangents", seeds, seeds_before)
-        if case.entry in ("vjp", "jvp") and fresh is not None:
-            check_adjoint(case, got, fresh(), backend, caller, seeds, expected.output)
-    except Mismatch as exc:
-        raise _Outcome(WRONG, str(exc)) from exc
-    except Exception as exc:
-        raise _Outcome(ERROR, "adjoint check: " + _describe(exc) + _where(exc)) from exc
-    return got, expected, dvals_before, notes
-
-
-def _where(exc: BaseException) -> str:
-    where = "".join(traceback.format_exception(exc)[-3:-1]).strip().splitlines()
-    return f" [at {where[0].strip()}]" if where else ""
-
-
-def _verify(
-    case: Case,
-    args: tuple[Any, ...],
-    got: Got,
-    expected: Expected,
-    dvals_before: list[Any],
-    caps: Any,
+def _run_plain(
+    case: Case, backend: str, caps: Any, cache: ReferenceCache, caller: Caller
 ) -> list[str]:
-    try:
-        return verify(case, args, got, expected, dvals_before, has_capability(caps, "mutation"))
-    except Mismatch as exc:
-        raise _Outcome(WRONG, str(exc)) from exc
-
-
-def _replay_pullback(
-    case: Case,
-    args: tuple[Any, ...],
-    got: Got | None,
-    expected: Expected,
-    dvals_before: list[Any],
-    caps: Any,
-) -> None:
-    """A ``vjp``'s pullback, called again after other calls, still gives its results
-    (without ``Duplicated`` arguments, whose shadows a new call would change)."""
-    if case.entry != "vjp" or got is None or any(unwrap(a)[0] == "dup" for a in args):
-        return
-    seeds = case.seeds() if case.seeds is not None else ()
-    what = "the pullback, called again after other calls: "
-    try:
-        again = Got(got.result, [got.pullback(u) for u in seeds])
-    except Exception as exc:
-        raise _Outcome(ERROR, what + _describe(exc) + _where(exc)) from exc
-    try:
-        verify(case, args, again, expected, dvals_before, has_capability(caps, "mutation"))
-    except Mismatch as exc:
-        raise _Outcome(WRONG, what + str(exc)) from exc
+    """The entry on ``make_args()``, then on ``second_args()`` (or ``make_args()`` again),
+    then the first result re-checked; returns the notes or raises the verdict."""
+    args = case.make_args()
+    first = attempt(case, backend, caps, args, "first", cache, caller, case.make_args)
+    if first.expected is not None and first.got is not None:
+        second_args = (case.second_args or case.make_args)()
+        which = "second" if case.second_args else "first"
+        attempt(case, backend, caps, second_args, which, cache, caller, None)
+        # The first result must survive the second call (no reused output buffers).
+        verify_again(case, args, first.got, first.expected, first.dvals_before, caps)
+        replay_pullback(case, args, first.got, first.expected, first.dvals_before, caps)
+    return first.notes
 
 
 def run_case(
@@ -209,6 +109,8 @@ def run_case(
     caps: Any = None,
     cache: ReferenceCache | None = None,
     caller: Caller | None = None,
+    mode: str = PLAIN,
+    preparer: Preparer | None = None,
 ) -> Record:
     """Run one case on one engine, twice (the second time on fresh or different
     arguments, re-checking the first result afterwards: no stale state or cache).
@@ -217,8 +119,12 @@ def run_case(
         case: the case.
         backend: the engine's name.
         caps: its declared capabilities (looked up when ``None``).
-        cache: where references are kept across engines.
+        cache: where references are kept across engines (and modes).
         caller: how to call the entry point (default: adswitch's own functions).
+        mode: :data:`PLAIN`, or :data:`PREPARED`: prepared at ``make_args()``, called at
+            ``second_args()`` (or a fresh ``make_args()``) and again at ``make_args()``.
+        preparer: how to prepare the entry in :data:`PREPARED` mode (default:
+            ``ad.prepare``); ``caller`` then still makes the adjoint check's other side.
 
     Returns:
         The :class:`Record`.
@@ -228,31 +134,25 @@ def run_case(
         >>> run_case(catalogue()[0], "tape").outcome in OUTCOMES
         True
     """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}: one of {', '.join(MODES)}")
     cache = cache or _DEFAULT_CACHE
     caller = caller or ad_caller
     caps = engine_capabilities(backend) if caps is None else caps
     start, reference_seconds = time.perf_counter(), cache.seconds
-    notes: list[str] = []
     caught = warnings.catch_warnings(record=True)
     seen = caught.__enter__()
     warnings.simplefilter("always")
     try:
-        args = case.make_args()
-        first, expected, dvals, notes = _attempt(
-            case, backend, caps, args, "first", cache, caller, case.make_args
-        )
-        if expected is not None and first is not None:
-            second_args = (case.second_args or case.make_args)()
-            which = "second" if case.second_args else "first"
-            _attempt(case, backend, caps, second_args, which, cache, caller, None)
-            # The first result must survive the second call (no reused output buffers).
-            _verify(case, args, first, expected, dvals, caps)
-            _replay_pullback(case, args, first, expected, dvals, caps)
+        if mode == PREPARED:
+            notes = run_prepared(case, backend, caps, cache, caller, preparer or ad_preparer)
+        else:
+            notes = _run_plain(case, backend, caps, cache, caller)
         outcome, message = PASS, "; ".join(notes)
-    except _Outcome as verdict:
+    except Verdict as verdict:
         outcome, message = verdict.outcome, verdict.message
     except Exception as exc:  # a broken case or reference: never hide it
-        outcome, message = ERROR, "conformance harness: " + _describe(exc)
+        outcome, message = ERROR, "conformance harness: " + describe(exc)
     finally:
         caught.__exit__(None, None, None)
     if seen:
@@ -260,7 +160,7 @@ def run_case(
         kinds = sorted({w.category.__name__ for w in seen})
         message = "; ".join(filter(None, [message, f"warned: {', '.join(kinds)}"]))
     seconds = time.perf_counter() - start - (cache.seconds - reference_seconds)
-    return Record(backend, case.id, outcome, seconds, message)
+    return Record(backend, case.id, outcome, seconds, message, mode)
 
 
 def run_suite(
@@ -270,8 +170,11 @@ def run_suite(
     progress: Callable[[Record], None] | None = None,
     cache: ReferenceCache | None = None,
     caller: Caller | None = None,
+    modes: Sequence[str] = (PLAIN,),
+    preparer: Preparer | None = None,
 ) -> list[Record]:
-    """Run every case on every engine (engine by engine), sharing references.
+    """Run every case on every engine (engine by engine, and on each engine mode by mode:
+    ``modes`` holds :data:`PLAIN` and/or :data:`PREPARED`), sharing references.
 
     Example:
         >>> from adswitch_conformance import catalogue
@@ -283,9 +186,18 @@ def run_suite(
     records = []
     for backend in backends:
         caps = engine_capabilities(backend)
-        for case in cases:
-            record = run_case(case, backend, caps=caps, cache=cache, caller=caller)
-            records.append(record)
-            if progress is not None:
-                progress(record)
+        for mode in modes:
+            for case in cases:
+                record = run_case(
+                    case,
+                    backend,
+                    caps=caps,
+                    cache=cache,
+                    caller=caller,
+                    mode=mode,
+                    preparer=preparer,
+                )
+                records.append(record)
+                if progress is not None:
+                    progress(record)
     return records

@@ -7,15 +7,16 @@ from typing import Any
 
 import pytest
 
-from adswitch_conformance.runner import PASS, UNSUPPORTED, ReferenceCache, run_case
+from adswitch_conformance.runner import PASS, PLAIN, UNSUPPORTED, ReferenceCache, run_case
 
 _CACHE = ReferenceCache()  # references computed once per case, shared by every engine
 
 
 def test_case(adswitch_case: Any) -> None:
-    backend, case = adswitch_case
-    record = run_case(case, backend, cache=_CACHE)
+    backend, case, mode = adswitch_case
+    record = run_case(case, backend, cache=_CACHE, mode=mode)
+    where = backend if mode == PLAIN else f"{backend} ({mode})"
     if record.outcome == UNSUPPORTED:
-        pytest.xfail(f"unsupported on {backend}: {record.message}")
+        pytest.xfail(f"unsupported on {where}: {record.message}")
     if record.outcome != PASS:
-        pytest.fail(f"{record.outcome} on {backend}: {record.message}", pytrace=False)
+        pytest.fail(f"{record.outcome} on {where}: {record.message}", pytrace=False)
