@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from adswitch import selection, trees
+from adswitch.accepts import check_flag
 from adswitch.api import WithGradient, gradient, withgradient
 from adswitch.call import Started, run_gradient, start
 from adswitch.errors import PreparationError, UsageError
 from adswitch.forward import derivative, derivative_primals, jvp, run_jvp
-from adswitch.jacobians import jacobian, run_jacobian
+from adswitch.jacobians import MODES, jacobian, run_jacobian
 from adswitch.leaves import ARRAY_TYPES, SCALAR_TYPES, describe, is_array
 from adswitch.overlap import check_overlap
 from adswitch.plan import KIND_NAMES, ArgPlan, Plan, unwrap
@@ -92,6 +93,13 @@ def prepare(
             f"ad.{name} takes no keyword {', '.join(unknown)} (its keywords: {allowed})."
         )
     kwargs = {**defaults, **op_kwargs}
+    for flag in ("zero", "has_aux"):
+        if flag in kwargs:
+            check_flag(flag, kwargs[flag])
+    if name == "jacobian" and kwargs["mode"] not in MODES:
+        raise UsageError(
+            f"mode={kwargs['mode']!r}; ad.jacobian's mode is one of {', '.join(MODES)}."
+        )
     # Planned and checked now; f does not run (nothing of the caller's is touched) until
     # the first call.
     primals = _primals(name, args, split)
