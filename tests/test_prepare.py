@@ -143,6 +143,7 @@ def test_duplicated_shadows_are_checked_and_written_each_call() -> None:
         prep(ad.Duplicated(p2, {"W": np.zeros((3, 2)), "b": np.zeros(2, np.float32)}), ad.Const(x))
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # jax says it runs the branchy f eagerly
 def test_hygiene_captured_state_and_value_dependent_branches() -> None:
     scale = np.array([1.0, 1.0])
 
