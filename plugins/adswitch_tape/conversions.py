@@ -8,7 +8,10 @@ gradient is refused with the fix: ``float(t)``, ``math.exp(t)``, ``int(t)``,
 ``complex(t)`` say it is a conversion to a Python number and name the user's line
 (:class:`~adswitch.errors.UnsupportedError`); ``numpy_array[i] = t`` -- numpy calls
 ``float(t)`` for it -- and ``np.asarray(t)`` are writes of a traced value into plain
-numpy (:class:`~adswitch.errors.MutationError`), as the gradient would come out wrong.
+numpy (:class:`~adswitch.errors.MutationError`), as the gradient would come out wrong. Each
+refusal names the line: the innermost frame outside the tape and numpy -- the user's, or
+a library's that converts to numpy (scipy's fallback for special functions the tape's
+``xp.special`` does not have).
 ``bool(t)`` is always allowed: branching on a value is piecewise differentiation, as
 in torch, jax (without jit) and autograd.
 
@@ -38,11 +41,14 @@ __all__ = [
 ]  # fmt: skip
 
 TO_NUMPY = (
-    "tape: a traced value was converted to a plain number or numpy array ({how}); that "
-    "drops its gradient, and writing it into a plain numpy array would make the gradient "
-    "wrong. Fix: keep traced values in arrays built by the namespace -- a traced buffer "
-    "from `xp.zeros_like(x)` (then `buf[i] = value`), or `xp.stack`/`xp.concat` of the "
-    "pieces -- where `xp = ad.array_namespace(x)`; use xp functions, not numpy's."
+    "tape: a traced value was converted to a plain number or numpy array ({how}){line}; "
+    "that drops its gradient, and writing it into a plain numpy array would make the "
+    "gradient wrong. Fix: keep traced values in arrays built by the namespace -- a traced "
+    "buffer from `xp.zeros_like(x)` (then `buf[i] = value`), or `xp.stack`/`xp.concat` of "
+    "the pieces -- where `xp = ad.array_namespace(x)`; use xp functions, not numpy's. "
+    "Where that line is in another library, the library converts the tape's arrays to "
+    "numpy (it has no Array API path for this function): call it on constants only, or "
+    "choose backend='torch' or 'jax' for f."
 )
 
 _TO_NUMBER = (
@@ -104,7 +110,9 @@ def to_float(self: Tracer) -> float:
         return float(raw(self))
     caller = sys._getframe(1)
     if caller.f_code.co_code[caller.f_lasti] == _STORE_SUBSCR:
-        raise MutationError(TO_NUMPY.format(how="`numpy_array[i] = traced`"))
+        raise MutationError(
+            TO_NUMPY.format(how="`numpy_array[i] = traced`", line=user_line(skip=_NOT_USER))
+        )
     raise UnsupportedError(
         _TO_NUMBER.format(how="float(), or a math function", line=user_line(skip=_NOT_USER))
     )
@@ -130,7 +138,8 @@ def _shares_memory_safely(x: Tracer) -> bool:
 def array(self: Tracer, dtype: Any = None, copy: Any = None) -> np.ndarray:
     """``np.asarray(t)``: the value, for a constant (see :func:`_shares_memory_safely`)."""
     if not _shares_memory_safely(self):
-        raise MutationError(TO_NUMPY.format(how="np.asarray, or `numpy_array[...] = traced`"))
+        how = "np.asarray, or `numpy_array[...] = traced`"
+        raise MutationError(TO_NUMPY.format(how=how, line=user_line(skip=_NOT_USER)))
     value = raw(self)
     if copy:
         return np.array(value, dtype=dtype, copy=True)
@@ -149,7 +158,10 @@ def dlpack(
     """``t.__dlpack__()``: the value's memory, for a constant (as :func:`array`)."""
     if not _shares_memory_safely(self):
         raise UnsupportedError(
-            TO_NUMPY.format(how="__dlpack__, e.g. another library's from_dlpack")
+            TO_NUMPY.format(
+                how="__dlpack__, e.g. another library's from_dlpack",
+                line=user_line(skip=_NOT_USER),
+            )
         )
     value = np.asarray(raw(self))
     kw: dict[str, Any] = {"stream": stream}

@@ -14,7 +14,9 @@ them (``buf[i] = v``) is differentiated; as outputs they come back as numpy.
 
 The extensions are sub-namespaces: ``xp.linalg`` (``xp/linalg.py``: differentiated
 where it composes of primitives, numpy's on constants otherwise) and ``xp.fft``
-(constants only: the tape differentiates real arrays). A name the standard defines
+(constants only: the tape differentiates real arrays); beyond the standard,
+``xp.special`` (``xp/special.py``: ``expit``, ``logit``..., composed of primitives),
+where scipy's special functions look for them. A name the standard defines
 that the tape does not provide (``cumulative_prod``, ``nextafter``...) raises
 :class:`UnsupportedFunctionError` naming it -- an
 :class:`~adswitch.errors.UnsupportedError` that is also an ``AttributeError``, so
@@ -40,7 +42,7 @@ from adswitch.errors import UnsupportedError
 
 from . import interop as _interop
 from .rules import primitives as P
-from .xp import fft, linalg
+from .xp import fft, linalg, special
 from .xp.creation import (
     arange,
     asarray,
@@ -170,8 +172,9 @@ __all__ = [
     "min", "minimum", "moveaxis", "multiply", "nan", "negative", "newaxis", "nonzero", "not_equal",
     "ones", "ones_like", "permute_dims", "pi", "positive", "pow", "power", "prod", "real",
     "remainder", "repeat", "reshape", "result_type", "roll", "round", "searchsorted", "sign",
-    "signbit", "sin", "sinh", "sort", "sqrt", "square", "squeeze", "stack", "std", "subtract",
-    "sum", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "tril", "triu", "trunc",
+    "signbit", "sin", "sinh", "sort", "special", "sqrt", "square", "squeeze", "stack", "std",
+    "subtract", "sum", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "tril",
+    "triu", "trunc",
     "uint16", "uint32", "uint64", "uint8", "unique_all", "unique_counts", "unique_inverse",
     "unique_values", "unstack", "var", "vecdot", "where", "zeros", "zeros_like",
 ]  # fmt: skip

@@ -148,6 +148,18 @@ def _bound(bound: Any, dtype: Any) -> Any:
 
 
 def where(condition: Any, x1: Any, x2: Any, /) -> Any:
-    """Elementwise choice; the condition carries no gradient."""
-    out = P.where(raw(condition), x1, x2)
-    return like_inputs(out, type(condition) is Tracer)
+    """Elementwise choice; the condition carries no gradient.
+
+    Where ``condition`` picks the same side everywhere, the other side enters by value
+    only: it would receive a zero gradient anyway, and not propagating that zero keeps an
+    overflow on the side not taken from turning it into NaN (``0 * inf``; scipy's
+    ``logsumexp`` computes the naive ``log(sum(exp(a)))`` beside the stable one and
+    chooses the stable one with ``where``).
+    """
+    cond = raw(condition)
+    tape = builtins.any(type(a) is Tracer for a in (condition, x1, x2))
+    if np.all(cond):
+        x2 = raw(x2)
+    elif not np.any(cond):
+        x1 = raw(x1)
+    return like_inputs(P.where(cond, x1, x2), tape)
