@@ -21,6 +21,7 @@ import numpy as np
 
 from adswitch import selection, trees
 from adswitch.accepts import check_flag
+from adswitch.activity import Active, Const, Duplicated
 from adswitch.api import WithGradient, gradient, withgradient
 from adswitch.call import Started, run_gradient, start
 from adswitch.errors import PreparationError, UsageError
@@ -28,7 +29,7 @@ from adswitch.forward import derivative, derivative_primals, jvp, run_jvp
 from adswitch.jacobians import MODES, jacobian, run_jacobian
 from adswitch.leaves import ARRAY_TYPES, SCALAR_TYPES, describe, is_array
 from adswitch.overlap import check_overlap
-from adswitch.plan import KIND_NAMES, ArgPlan, Plan, unwrap
+from adswitch.plan import CONST, KIND_NAMES, PLAIN, ArgPlan, Plan, unwrap
 from adswitch.reverse import run_vjp, vjp
 from adswitch.second_order import hessian, hvp, run_hessian, run_hvp
 from adswitch.spec import Backend
@@ -132,6 +133,7 @@ class Prepared:
         "_name",
         "_plan",
         "_signature",
+        "_simple",
         "_slot",
         "_split",
     )
@@ -153,6 +155,11 @@ class Prepared:
         self._plan = started.plan.structure()
         self._signature = [_signature(leaf) for leaf in started.plan.leaves]
         self._slot: dict[Hashable, Any] = {}  # what the engine keeps for calls of this structure
+        plan = self._plan
+        # Every argument one leaf of its own, plain or Const: the commonest prepared call,
+        # checked without walking trees and run on the prepared arguments' plans.
+        simple = plan.untied and not plan.has_duplicated and plan.bare is not None
+        self._simple = tuple(zip([p.kind for p in plan.args], self._signature)) if simple else None
 
     def __call__(self, *args: Any) -> Any:
         name, kw = self._name, self._kwargs
@@ -187,6 +194,37 @@ class Prepared:
 
     def _rebind(self, args: Sequence[Any]) -> Plan:
         """The plan of this call, after checking it against the prepared structure."""
+        prepared = self._plan
+        calls = selection.current_calls.get()
+        simple = self._simple
+        if simple is not None and not calls and not self._depth and len(args) == len(simple):
+            leaves = []
+            for arg, (kind, signature) in zip(args, simple):
+                cls = type(arg)
+                if cls is Const:
+                    if kind != CONST:
+                        break
+                    arg = arg.val
+                elif kind != PLAIN or cls is Duplicated or cls is Active:
+                    break
+                if _signature(arg) != signature:
+                    break
+                leaves.append(arg)
+            else:
+                if len(leaves) > 1 and not self._distinct(leaves):
+                    return self._rebind_checked(args)
+                plan = prepared.rebound(leaves, prepared.args)
+                if plan.n_active_arrays > 1:
+                    check_overlap(plan, self._engine)
+                return plan
+        return self._rebind_checked(args)
+
+    def _distinct(self, leaves: list[Any]) -> bool:
+        arrays = [leaf for leaf in leaves if not isinstance(leaf, SCALAR_TYPES)]
+        return len({id(leaf) for leaf in arrays}) == len(arrays)
+
+    def _rebind_checked(self, args: Sequence[Any]) -> Plan:
+        """:meth:`_rebind`, every difference from the prepared structure listed."""
         prepared = self._plan
         calls = selection.current_calls.get()
         if len(calls) != self._depth or (calls and calls[-1] is not self._engine):

@@ -13,6 +13,7 @@ ratios (adswitch / direct), measured in alternating rounds in one process. Conte
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -113,8 +114,10 @@ def main() -> None:
     for name in ("tiny", "chain", "mlp", "nested"):
         loss, make = WORKLOADS[name]
         args = make(rng)
+        prepared = ad.prepare(ad.gradient, loss, *args, backend="autograd")
         contenders: dict[str, Callable[[], Any]] = {
             "adswitch": _adswitch(loss, args),
+            "prepared": functools.partial(prepared, *args),
             "engine": engine_only(loss, args),
             "grad(same f)": _direct(loss, args),
         }
@@ -138,6 +141,10 @@ def main() -> None:
                 if "grad(same f)" in times
                 else "-",
                 f"{(times['adswitch'] - times['engine']) * 1e6:.0f} µs",
+                fmt_seconds(times["prepared"]),
+                f"{times['prepared'] / base:.2f}x" + (" (≤ 1.05x)" if name == "tiny" else "")
+                if base
+                else "-",
             ]
         )
     print_table(
@@ -150,6 +157,8 @@ def main() -> None:
             "adswitch / anp idiom",
             "adswitch / same f",
             "front-end cost",
+            "prepared",
+            "prepared / anp idiom",
         ],
         rows,
     )

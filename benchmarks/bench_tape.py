@@ -4,7 +4,8 @@ Run: ``python benchmarks/bench_tape.py``. Prints a Markdown table: per workload 
 median of ``ad.gradient(..., backend="tape")`` (the front end's overhead included), the
 median of ``autograd.grad`` called directly on the same computation written with
 ``autograd.numpy``, their ratio and its target; for chain and mlp also the ratio to the
-numpy forward pass. Then the same table once more with glibc keeping its free heap
+numpy forward pass; and the same for the call prepared once with ``ad.prepare``. Then
+the same table once more with glibc keeping its free heap
 (``mallopt(M_TOP_PAD)`` in this process; ``--default-only`` skips it), and the peak
 memory (tracemalloc) of one mlp gradient for both. All medians of one workload are
 measured side by side in one run (``timing.compare``).
@@ -40,6 +41,9 @@ import adswitch as ad
 
 TARGETS = {"tiny": 0.4, "chain": 0.5, "mlp": 0.7, "nested": 0.6}
 FORWARD_TARGETS = {"chain": 4.0, "mlp": 3.0}
+# prepared calls (ad.prepare, issue 11): against autograd, and against the forward pass
+PREPARED_TARGETS = {"tiny": 0.25}
+PREPARED_FORWARD_TARGETS = {"chain": 3.2, "mlp": 3.0}
 
 
 def autograd_versions() -> dict[str, Callable[..., Any]]:
@@ -91,8 +95,10 @@ def table(direct: dict[str, Callable[..., Any]]) -> None:
     for name, (loss, make_args) in WORKLOADS.items():
         args = make_args(np.random.default_rng(0))
         wrapped = (args[0], *(ad.Const(a) for a in args[1:]))
+        prepared = ad.prepare(ad.gradient, loss, *wrapped, backend="tape")
         contenders: dict[str, Callable[[], Any]] = {
             "tape": functools.partial(ad.gradient, loss, *wrapped, backend="tape"),
+            "prepared": functools.partial(prepared, *wrapped),
             "autograd": functools.partial(direct[name], *args),
         }
         if name in FORWARD_TARGETS:
@@ -110,8 +116,27 @@ def table(direct: dict[str, Callable[..., Any]]) -> None:
             row.append(f"{med['tape'] / med['numpy']:.2f}x (≤ {FORWARD_TARGETS[name]}x)")
         else:
             row.append("-")
+        prep_ratio = med["prepared"] / med["autograd"]
+        target = PREPARED_TARGETS.get(name)
+        row.append(fmt_seconds(med["prepared"]))
+        row.append(f"{prep_ratio:.2f}x" + (f" (≤ {target}x)" if target else ""))
+        if "numpy" in med:
+            fwd = PREPARED_FORWARD_TARGETS[name]
+            row.append(f"{med['prepared'] / med['numpy']:.2f}x (≤ {fwd}x)")
+        else:
+            row.append("-")
         rows.append(row)
-    header = ["workload", "tape", "autograd", "tape/autograd", "target", "tape/numpy forward"]
+    header = [
+        "workload",
+        "tape",
+        "autograd",
+        "tape/autograd",
+        "target",
+        "tape/numpy forward",
+        "prepared",
+        "prepared/autograd",
+        "prepared/numpy forward",
+    ]
     print_table(header, rows)
 
 
