@@ -70,7 +70,7 @@ defvjp(
 )
 
 
-def _tanh_grad_y(gg: Any, ans: Any, g: Any, y: Any) -> Any:
+def _tanh_grad_y(gg: Any, g: Any, y: Any) -> Any:
     """``gg * g * y * -2``; for large plain arrays (top level) the products after the
     first are written into its fresh temporary (same operations, same order)."""
     if type(gg) is np.ndarray and type(g) is np.ndarray and gg.size >= IN_PLACE_FROM:
@@ -86,7 +86,12 @@ def _tanh_grad_y(gg: Any, ans: Any, g: Any, y: Any) -> Any:
     return gg * g * y * -2.0
 
 
-defvjp(P.tanh_grad, lambda gg, ans, g, y: P.tanh_grad(gg, y), _tanh_grad_y)
+# (g and y have one shape, except where tanh's rule ran in a batched sweep: g is a batch)
+defvjp(
+    P.tanh_grad,
+    lambda gg, ans, g, y: unbroadcast(P.tanh_grad(gg, y), g),
+    lambda gg, ans, g, y: unbroadcast(_tanh_grad_y(gg, g, y), y),
+)
 defvjp(P.asin, lambda g, ans, x: g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.acos, lambda g, ans, x: -g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.atan, lambda g, ans, x: g / (1.0 + P.square(x)))

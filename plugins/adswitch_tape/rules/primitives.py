@@ -91,6 +91,8 @@ def _tanh_grad(g: Any, ans: Any) -> Any:
     ):
         t = np.multiply(ans, ans)
         np.subtract(1.0, t, out=t)
+        if getattr(g, "shape", None) != t.shape:  # a batch of cotangents: broadcast
+            return np.multiply(g, t)
         return np.multiply(t, g, out=t)
     one = _ONES.get(getattr(ans, "dtype", None), 1.0)
     return g * (one - ans * ans)
@@ -151,8 +153,17 @@ cumulative_sum = unary(
 
 
 # -- shapes, copies and indexing -------------------------------------------------------
-def _getitem(x: Any, key: Any) -> Any:
-    return np.asarray(x)[key]
+# The indexing primitives take ``lead``: the number of leading axes the key skips (0 in
+# user code). Their gradient rules need it in a batched sweep, for advanced keys: numpy
+# lays out the result of index arrays by rules of its own (``x[0, :, [1, 2]]`` puts the
+# indexed axis first), so instead of prefixing the key, the leading axes are moved to the
+# end -- which numpy keeps in order, after everything the key makes -- and back.
+def _getitem(x: Any, key: Any, lead: int = 0) -> Any:
+    x = np.asarray(x)
+    if not lead:
+        return x[key]
+    out = _trailing(x, lead)[explicit_key(key, x.ndim - lead)]
+    return _leading(out, lead)
 
 
 def is_basic_key(key: Any) -> bool:
@@ -167,20 +178,65 @@ def is_basic_key(key: Any) -> bool:
     return True
 
 
-def _scatter(g: Any, key: Any, shape: tuple[int, ...]) -> Any:
+def explicit_key(key: Any, ndim: int) -> tuple[Any, ...]:
+    """``key`` for an ``ndim``-d array with its ``...`` spelled out as slices, so that it
+    addresses exactly the first ``ndim`` axes of an array with more."""
+    parts = key if type(key) is tuple else (key,)
+    if not any(k is Ellipsis for k in parts):
+        return parts
+    used = 0
+    for k in parts:
+        if k is None or k is Ellipsis:
+            continue
+        if isinstance(k, (bool, np.bool_)) or (
+            isinstance(k, np.ndarray) and k.dtype == np.bool_
+        ):  # a mask indexes as many axes as it has
+            used += np.ndim(k)
+        else:
+            used += 1
+    out: list[Any] = []
+    for k in parts:
+        if k is Ellipsis:
+            out.extend([slice(None)] * (ndim - used))
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _trailing(a: Any, lead: int) -> Any:
+    """A view of ``a`` with its first ``lead`` axes moved to the end."""
+    return np.moveaxis(a, tuple(range(lead)), tuple(range(-lead, 0)))
+
+
+def _leading(a: Any, lead: int) -> Any:
+    """A view of ``a`` with its last ``lead`` axes moved to the front."""
+    return np.moveaxis(a, tuple(range(-lead, 0)), tuple(range(lead)))
+
+
+def _scatter(g: Any, key: Any, shape: tuple[int, ...], lead: int = 0) -> Any:
     """Zeros of ``shape`` with ``g`` added at ``key`` (repeated indices accumulate)."""
     out = np.zeros(shape, dtype=np.result_type(g))
-    if is_basic_key(key):
+    if lead:
+        np.add.at(_trailing(out, lead), explicit_key(key, len(shape) - lead), _trailing(g, lead))
+    elif is_basic_key(key):
         out[key] = g
     else:
         np.add.at(out, key, g)
     return out
 
 
-def _index_update(x: Any, v: Any, key: Any) -> Any:
+def _index_update(x: Any, v: Any, key: Any, lead: int = 0) -> Any:
     """A copy of ``x`` with ``x[key] = v``: the copy-on-write form of an in-place write."""
     out = np.array(x, copy=True)
-    out[key] = v
+    if not lead:
+        out[key] = v
+        return out
+    view = _trailing(out, lead)
+    key = explicit_key(key, out.ndim - lead)
+    if np.ndim(v):  # v is laid out like getitem's result: leading axes first
+        target = view[key].shape
+        v = _trailing(np.broadcast_to(v, target[-lead:] + target[:-lead]), lead)
+    view[key] = v
     return out
 
 
