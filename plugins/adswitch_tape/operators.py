@@ -5,17 +5,17 @@
   number of times, batched or not. The tape is made its own first (``ownership``): later
   writes into the caller's arrays do not change the pullback's results.
 * ``vjp_apply``: ``vjp`` with one pullback call fused, the tape freed as it is swept.
-* ``jvp`` is the transposition of the reverse mode, exact for every primitive the reverse
-  mode differentiates (copy-on-write mutation included): the sweep of ``f``'s tape runs
-  with a traced cotangent ``u`` of the outputs, recorded on a second, dual trace, so the
-  dual tape holds the linear map ``u -> J^T u``; sweeping *that* from ``J^T u`` with the
-  tangents ``v`` gives ``(J^T)^T v = J v`` -- batched, one sweep for every tangent. It
-  costs a forward pass and two sweeps (about three gradients), so the engine declares
-  ``Capabilities.forward = False``: Hessians and Hessian-vector products then run
-  reverse-over-reverse, and Jacobians by rows (one batched pullback), which is cheaper
-  on this engine than any forward mode built on it. (A rule table of forward
-  derivatives would make ``jvp`` cheaper, at the cost of a second rule per primitive,
-  batched and nestable, to keep right beside the reverse ones.)
+* ``jvp``: a true forward mode, "record, then push" -- ``f`` is recorded as for reverse
+  mode (copy-on-write mutation, views and nesting included), then the tangents are
+  pushed through the tape by each primitive's tangent rule (``core.forward``,
+  ``rules/forward_*``), batched: one pass for every tangent, about the cost of the
+  forward pass again, so the engine declares ``Capabilities.forward``. Jacobians with
+  fewer inputs than outputs then run by columns, Hessians and Hessian-vector products
+  forward-over-reverse. Should a primitive on the tape have no tangent rule (one
+  registered with ``defvjp`` alone), ``jvp`` falls back to transposing the reverse mode,
+  exact wherever the reverse mode is: the sweep runs with a traced cotangent ``u``,
+  recorded on a dual trace that then holds ``u -> J^T u``; sweeping that from ``J^T u``
+  with the tangents gives ``(J^T)^T v = J v`` (about three gradients' cost).
 
 Nested calls (``depth > 0``): the tape's values and the seeds may be tracers of the
 enclosing call, whose trace then records the sweeps -- results stay differentiable.
@@ -31,7 +31,7 @@ import numpy as np
 from adswitch.spec import CallInfo, OutputFn, SeedFn
 
 from .calls import Traced, conform, roots, trace_leaves, translate, unwrap, write_back
-from .core import Trace, backward_many
+from .core import Trace, backward_many, forward, missing_tangent_rule
 from .ownership import own, owned_output
 from .tracer import Tracer, raw
 
@@ -123,47 +123,38 @@ def jvp(
     tangents: Sequence[Any],
     info: CallInfo,
 ) -> tuple[list[Any], list[Any]]:
-    """``J @ tangents`` by transposing the reverse mode (see the module doc), batched
-    when ``info.batched``."""
+    """``J @ tangents``: ``f`` recorded, then the tangents pushed forward through its tape
+    (batched when ``info.batched``); by transposition when a primitive on the tape has
+    no tangent rule (see the module doc)."""
     trace, values, traced = trace_leaves(leaves, active)
     dual: Trace | None = None
     try:
         diffs, outs = fn(values)
         slots = roots(diffs, trace)
         out_leaves = [unwrap(o, trace) for o in outs]
-        dual = Trace()  # above every level f's values live on
-        u_slots: list[int | None] = []
-        present: list[int] = []
-        us: list[Tracer] = []
-        for d, slot in zip(diffs, slots):
-            if slot is None:
-                u_slots.append(None)
-                continue
-            value = raw(d)
-            u_slots.append(len(dual.tape))
-            dual.tape.append(None)
-            # u's value is irrelevant (the map is linear in u); ones give the values of a
-            # plain gradient's sweep, so also its warnings and nothing more
-            us.append(Tracer(np.ones(np.shape(value), dtype=value.dtype), dual, u_slots[-1]))
-            present.append(slot)
-        grads = backward_many(trace, present, us) if present else None
-        transposed: list[int] = []  # slots on the dual tape of J^T u, one per active leaf
+        nb = 1 if info.batched else 0
+        leaf_slots: list[int] = []
         seeds: list[Any] = []
         for i, (_, value, slot) in traced.items():
-            g = grads[slot] if grads else None
-            t = tangents[i]
-            if type(g) is Tracer and g._trace is dual and g._idx is not None and t is not None:
-                transposed.append(g._idx)
-                seeds.append(_seed(t, raw(value).dtype))
-        batched = info.batched
-        pushed = backward_many(dual, transposed, seeds, 1 if batched else 0) if seeds else None
-        batch = _batch_of(tangents) if batched else ()
+            if tangents[i] is not None:
+                leaf_slots.append(slot)
+                seeds.append(_seed(tangents[i], raw(value).dtype))
+        at = {s: raw(d) for d, s in zip(diffs, slots) if s is not None}  # slot -> value
+        wanted = sorted(at)
+        if not seeds or not wanted:
+            pushed: dict[int, Any] = {}
+        elif missing_tangent_rule(trace) is None:
+            pushed = forward(trace, leaf_slots, seeds, wanted, nb)
+        else:
+            dual = Trace()  # above every level f's values live on
+            pushed = _transposed(trace, dual, at, leaf_slots, seeds, nb)
+        batch = _batch_of(tangents) if nb else ()
         seen: set[int] = {id(s) for s in seeds}
         out_tangents = []
-        for d, u in zip(diffs, u_slots):
-            t = pushed[u] if pushed is not None and u is not None else None
+        for d, slot in zip(diffs, slots):
             y = unwrap(d, trace)
             like = d if hasattr(d, "dtype") else np.asarray(d, dtype=np.float64)
+            t = None if slot is None else pushed.get(slot)
             out_tangents.append(conform(t, y, like, seen, batch))
     except ValueError as exc:
         _raise_translated(exc, trace)
@@ -174,6 +165,39 @@ def jvp(
         trace.close()
         write_back(leaves, traced)
     return out_leaves, out_tangents
+
+
+def _transposed(
+    trace: Trace,
+    dual: Trace,
+    at: dict[int, Any],
+    leaf_slots: list[int],
+    seeds: list[Any],
+    nb: int,
+) -> dict[int, Any]:
+    """The tangents of the output slots ``at`` (slot -> value) by transposition: ``trace``
+    swept from a traced cotangent ``u`` per slot, recorded on ``dual`` (the map
+    ``u -> J^T u``), then ``dual`` swept from ``J^T u`` seeded with the tangents."""
+    wanted = list(at)
+    us: list[Tracer] = []
+    for slot in wanted:
+        value = at[slot]
+        dual.tape.append(None)
+        # u's value is irrelevant (the map is linear in u); ones give the values of a
+        # plain gradient's sweep, so also its warnings and nothing more
+        us.append(Tracer(np.ones(np.shape(value), dtype=value.dtype), dual, len(dual.tape) - 1))
+    grads = backward_many(trace, wanted, us)
+    transposed: list[int] = []
+    kept: list[Any] = []
+    for slot, t in zip(leaf_slots, seeds):
+        g = grads[slot]
+        if type(g) is Tracer and g._trace is dual and g._idx is not None:
+            transposed.append(g._idx)
+            kept.append(t)
+    if not transposed:
+        return {}
+    pushed = backward_many(dual, transposed, kept, nb)
+    return {slot: pushed[u._idx] for slot, u in zip(wanted, us)}  # type: ignore[index]
 
 
 # -- shared --------------------------------------------------------------------------------

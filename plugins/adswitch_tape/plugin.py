@@ -4,8 +4,8 @@ Registered under the ``adswitch.backends`` entry point. It needs nothing but num
 ``pip install adswitch`` alone differentiates real code. This module only declares the
 engine; the machinery is imported when a call needs it. All four primitives of the
 contract are native: ``value_and_grad`` (``engine``), ``vjp``, ``vjp_apply`` and ``jvp``
-(``operators``), batched (``Capabilities.batching``); ``jvp`` transposes the reverse
-mode, so ``Capabilities.forward`` is False (see ``operators``).
+(``operators``), batched (``Capabilities.batching``); ``jvp`` is a forward sweep of
+tangents through the recorded tape (``Capabilities.forward``, see ``operators``).
 
 Example:
     >>> import numpy as np, adswitch as ad
@@ -51,7 +51,7 @@ class TapeBackend(BackendBase):
         devices=("cpu",),
         dtypes=("float32", "float64"),
         array_kinds=("numpy",),
-        forward=False,
+        forward=True,
         batching=True,
     )
     array_modules: tuple[str, ...] = ("adswitch_tape",)

@@ -6,10 +6,12 @@ gradients, so that they are recorded when an enclosing differentiation is active
 
 Batches: in a batched sweep (``core.BATCH.axes`` leading axes on every cotangent, see
 ``core.sweep``) a cotangent ``g`` has shape ``batch + ans.shape`` and a rule returns
-``batch + x.shape``. The helpers that take a cotangent read the batch themselves
-(``unbroadcast``, ``unbroadcast_to``, ``expand``, ``batch_of``); values the tape saved
-(``ans``, the arguments) never carry one (``expand_value``). Their unbatched paths are
-the ones they had before batches existed: a shape test decides before the batch is read.
+``batch + x.shape``; in a batched forward sweep a tangent has ``batch + x.shape`` and a
+tangent rule returns ``batch + ans.shape``. The helpers that take a cotangent or a
+tangent read the batch themselves (``unbroadcast``, ``unbroadcast_to``, ``expand``,
+``batch_of``, ``align``, ``pad``); values the tape saved (``ans``, the arguments) never
+carry one (``expand_value``). Their unbatched paths are the ones they had before batches
+existed: a shape test decides before the batch is read.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from ..core import BATCH, IN_PLACE_FROM, raw
 from . import primitives as P
 
 __all__ = [
-    "batch_of", "const", "expand", "expand_value", "shape_of", "shifted_axes", "times",
-    "unbroadcast", "unbroadcast_to",
+    "align", "batch_of", "const", "expand", "expand_value", "pad", "shape_of", "shifted_axes",
+    "tie_weight", "times", "unbroadcast", "unbroadcast_to",
 ]  # fmt: skip
 
 
@@ -117,6 +119,36 @@ def times(g: Any, factor: Any) -> Any:
     ):
         return np.multiply(factor, g, out=factor)
     return g * factor
+
+
+def align(t: Any, shape: tuple[int, ...]) -> Any:
+    """The tangent ``t`` (``batch`` + a shape that broadcasts to ``shape``) broadcast to
+    exactly ``batch + shape``, the tangent of an elementwise result."""
+    tshape = shape_of(t)
+    nb = BATCH.axes
+    if not nb:
+        return t if tshape == shape else P.broadcast_to(t, shape=shape)
+    if tshape[nb:] == shape:
+        return t
+    return P.broadcast_to(pad(t, len(shape)), shape=tshape[:nb] + shape)
+
+
+def pad(t: Any, rank: int) -> Any:
+    """The tangent or cotangent ``t`` with axes of length 1 inserted behind its batch axes
+    until its own rank (the rank after the batch) is ``rank``: numpy broadcasting then
+    lines it up with unbatched values of that rank."""
+    nb = BATCH.axes
+    tshape = shape_of(t)
+    missing = rank - (len(tshape) - nb)
+    if missing <= 0 or not nb:
+        return t
+    return P.reshape(t, shape=tshape[:nb] + (1,) * missing + tshape[nb:])
+
+
+def tie_weight(x: Any, y: Any, wins: Any) -> Any:
+    """Weight of ``x`` in maximum/minimum: 1 where it wins, 0.5 at ties, else 0."""
+    rx, ry = raw(x), raw(y)
+    return const(np.where(wins(rx, ry), 1.0, np.where(rx == ry, 0.5, 0.0)), x)
 
 
 def const(values: Any, like: Any) -> Any:

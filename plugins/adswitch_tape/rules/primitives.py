@@ -166,6 +166,12 @@ def _getitem(x: Any, key: Any, lead: int = 0) -> Any:
     return _leading(out, lead)
 
 
+def indexed_shape(shape: tuple[int, ...], key: Any, lead: int = 0) -> tuple[int, ...]:
+    """The shape of ``getitem(x, key=key, lead=lead)`` for ``x`` of ``shape`` (indexing
+    a broadcast scalar: nothing of that size is allocated for a basic key)."""
+    return tuple(_getitem(np.broadcast_to(False, shape), key, lead).shape)
+
+
 def is_basic_key(key: Any) -> bool:
     """Whether numpy returns a view for ``x[key]`` (ints, slices, ``...``, ``None``)."""
     parts = key if type(key) is tuple else (key,)

@@ -37,10 +37,10 @@ def _prod_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) 
     ge = expand(g, x, axis, keepdims)
     if not (raw(x) == 0).any():
         return ge * expand_value(ans, x, axis, keepdims) / x
-    return ge * _prod_of_others(x, axis)
+    return ge * prod_of_others(x, axis)
 
 
-def _prod_of_others(x: Any, axis: Any) -> Any:
+def prod_of_others(x: Any, axis: Any) -> Any:
     """For each element, the product of the *other* elements of its reduced slice --
     exact with zeros and differentiable again (prod/x is neither): a slice of n
     elements becomes n rows, each with its own element replaced by 1, multiplied out.

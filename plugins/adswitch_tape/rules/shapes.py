@@ -45,7 +45,7 @@ def _permute_x(g: Any, ans: Any, x: Any, axes: tuple[int, ...]) -> Any:
     return P.permute_dims(g, axes=tuple(range(nb)) + back)
 
 
-def _flip_x(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
+def flip_x(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
     nb = BATCH.axes
     if not nb:
         return P.flip(g, axis=axis)
@@ -53,7 +53,7 @@ def _flip_x(g: Any, ans: Any, x: Any, axis: Any = None) -> Any:
 
 
 # -- indexing: a key, with ``lead`` leading axes it skips (0 in user code) ---------------
-def _keyed(prim: Any, args: tuple[Any, ...], key: Any, lead: int, **kw: Any) -> Any:
+def keyed(prim: Any, args: tuple[Any, ...], key: Any, lead: int, **kw: Any) -> Any:
     """``prim(*args, key=key, **kw)`` with the key moved behind ``lead`` leading axes."""
     if not lead:
         return prim(*args, key=key, **kw)
@@ -64,26 +64,26 @@ def _keyed(prim: Any, args: tuple[Any, ...], key: Any, lead: int, **kw: Any) -> 
 
 def _getitem_x(g: Any, ans: Any, x: Any, key: Any, lead: int = 0) -> Any:
     shape = batch_of(g) + shape_of(x)
-    return _keyed(P.scatter, (g,), key, lead + BATCH.axes, shape=shape)
+    return keyed(P.scatter, (g,), key, lead + BATCH.axes, shape=shape)
 
 
 def _scatter_x(g: Any, ans: Any, x: Any, key: Any, shape: Any, lead: int = 0) -> Any:
-    return _keyed(P.getitem, (g,), key, lead + BATCH.axes)
+    return keyed(P.getitem, (g,), key, lead + BATCH.axes)
 
 
 def _index_update_x(g: Any, ans: Any, x: Any, v: Any, key: Any, lead: int = 0) -> Any:
-    return _keyed(P.index_update, (g, 0.0), key, lead + BATCH.axes)
+    return keyed(P.index_update, (g, 0.0), key, lead + BATCH.axes)
 
 
 def _index_update_v(g: Any, ans: Any, x: Any, v: Any, key: Any, lead: int = 0) -> Any:
-    return unbroadcast(_keyed(P.getitem, (g,), key, lead + BATCH.axes), v)
+    return unbroadcast(keyed(P.getitem, (g,), key, lead + BATCH.axes), v)
 
 
 defvjp(P.reshape, lambda g, ans, x, shape: P.reshape(g, shape=batch_of(g) + shape_of(x)))
 defvjp(P.permute_dims, _permute_x)
 defvjp(P.matrix_transpose, lambda g, ans, x: P.matrix_transpose(g))
 defvjp(P.broadcast_to, lambda g, ans, x, shape: unbroadcast(g, x))
-defvjp(P.flip, _flip_x)
+defvjp(P.flip, flip_x)
 defvjp(P.astype, lambda g, ans, x, dtype: P.astype(g, dtype=raw(x).dtype))
 defvjp(P.getitem, _getitem_x)
 defvjp(P.scatter, _scatter_x)
