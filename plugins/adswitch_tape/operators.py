@@ -151,10 +151,10 @@ def jvp(
         batch = _batch_of(tangents) if nb else ()
         seen: set[int] = {id(s) for s in seeds}
         out_tangents = []
-        for d, slot in zip(diffs, slots):
+        for d, out_slot in zip(diffs, slots):
             y = unwrap(d, trace)
             like = d if hasattr(d, "dtype") else np.asarray(d, dtype=np.float64)
-            t = None if slot is None else pushed.get(slot)
+            t = None if out_slot is None else pushed.get(out_slot)
             out_tangents.append(conform(t, y, like, seen, batch))
     except ValueError as exc:
         _raise_translated(exc, trace)
