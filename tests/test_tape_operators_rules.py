@@ -316,7 +316,7 @@ def _tangents(rec: Recorded, batch: tuple[int, ...]) -> dict[int, np.ndarray]:
 
 def _pushed(case: Case, ts: dict[int, np.ndarray], nb: int) -> np.ndarray:
     """``sum_i J_i @ t_i`` by differences, batch axes in front."""
-    total = 0.0
+    total: Any = 0.0
     for i, t in ts.items():
         jac = jacobians(case)[i]
         x_i = np.ndim(case.args[i])
@@ -372,15 +372,15 @@ def check_jvp_nested(case: Case, traced: list[int], nb: int) -> None:
             _close(got, d_t, case, f"tangent {i}: against differences")
         if case.eps < 1e-4:
             for i in traced:
-                expected = 0.0
+                second: Any = 0.0
                 for l in traced:
                     # sum over batch and output of h (x) t_l (x) d2 f / dx_l dx_i
                     x_l = np.ndim(case.args[l])
                     m = np.tensordot(h, ts0[l], axes=(list(range(1, 1 + nb)), list(range(nb))))
                     hess = hessians(case)[(l, i)]  # ans + x_l + x_i
-                    expected = expected + np.tensordot(m, hess, axes=n_ans + x_l)
+                    second = second + np.tensordot(m, hess, axes=n_ans + x_l)
                 got = _grad(grads, rec.slots[i], (OUTER, *case.args[i].shape))
-                _close(got, np.asarray(expected), case, f"arg {i}: second differences", 1e-6)
+                _close(got, np.asarray(second), case, f"arg {i}: second differences", 1e-6)
     finally:
         rec.close()
 
