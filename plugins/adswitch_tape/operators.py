@@ -31,7 +31,7 @@ import numpy as np
 from adswitch.spec import CallInfo, OutputFn, SeedFn
 
 from .calls import Traced, conform, roots, trace_leaves, translate, unwrap, write_back
-from .core import Trace, backward_many, forward, missing_tangent_rule
+from .core import NoTangentRule, Trace, backward_many, forward
 from .ownership import own, owned_output
 from .tracer import Tracer, raw
 
@@ -141,13 +141,13 @@ def jvp(
                 seeds.append(_seed(tangents[i], raw(value).dtype))
         at = {s: raw(d) for d, s in zip(diffs, slots) if s is not None}  # slot -> value
         wanted = sorted(at)
-        if not seeds or not wanted:
-            pushed: dict[int, Any] = {}
-        elif missing_tangent_rule(trace) is None:
-            pushed = forward(trace, leaf_slots, seeds, wanted, nb)
-        else:
-            dual = Trace()  # above every level f's values live on
-            pushed = _transposed(trace, dual, at, leaf_slots, seeds, nb)
+        pushed: dict[int, Any] = {}
+        if seeds and wanted:
+            try:
+                pushed = forward(trace, leaf_slots, seeds, wanted, nb)
+            except NoTangentRule:  # (raised before the tape is touched)
+                dual = Trace()  # above every level f's values live on
+                pushed = _transposed(trace, dual, at, leaf_slots, seeds, nb)
         batch = _batch_of(tangents) if nb else ()
         seen: set[int] = {id(s) for s in seeds}
         out_tangents = []

@@ -7,12 +7,12 @@ sweep). Nothing here knows a primitive or a rule: entries carry their primitive,
 the sweeps call its rules.
 """
 
-from .forward import forward, missing_tangent_rule
+from .forward import NoTangentRule, forward
 from .node import Tracer, raw, sync
 from .sweep import BATCH, IN_PLACE_FROM, Rule, backward, backward_many
 from .trace import FREE, Entry, Trace, escaped, role_text
 
 __all__ = [
-    "BATCH", "FREE", "IN_PLACE_FROM", "Entry", "Rule", "Trace", "Tracer", "backward",
-    "backward_many", "escaped", "forward", "missing_tangent_rule", "raw", "role_text", "sync",
+    "BATCH", "FREE", "IN_PLACE_FROM", "Entry", "NoTangentRule", "Rule", "Trace", "Tracer",
+    "backward", "backward_many", "escaped", "forward", "raw", "role_text", "sync",
 ]  # fmt: skip

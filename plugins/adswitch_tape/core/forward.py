@@ -21,15 +21,12 @@ from adswitch.errors import UnsupportedError
 from .sweep import BATCH
 from .trace import Trace
 
-__all__ = ["forward", "missing_tangent_rule"]
+__all__ = ["NoTangentRule", "forward"]
 
 
-def missing_tangent_rule(trace: Trace) -> str | None:
-    """The name of a primitive on ``trace``'s tape without a tangent rule, if any."""
-    for entry in trace.tape:
-        if entry is not None and entry[0].jvp is None:
-            return str(entry[0].name)
-    return None
+class NoTangentRule(UnsupportedError):
+    """A primitive on the way from the leaves to a wanted output has no tangent rule;
+    raised before the tape is touched, so that the caller can sweep it otherwise."""
 
 
 def forward(
@@ -41,9 +38,11 @@ def forward(
 ) -> dict[int, Any]:
     """Push ``tangents`` (one per leaf slot in ``leaves``) through ``trace``'s tape and
     return the tangent of each slot in ``wanted`` (``None`` where no tangent reached it).
+    Raises :class:`NoTangentRule`, the tape untouched, if an entry it needs has none.
 
-    Each entry is freed once its tangent is computed, and each tangent once its last
-    reader has run (the wanted ones are kept): memory as in the backward sweep.
+    Only entries on a path to a wanted slot run; each is freed once its tangent is
+    computed, and each tangent once its last reader has run (the wanted ones are kept):
+    memory as in the backward sweep.
 
     Args:
         trace: the recorded trace.
@@ -58,13 +57,27 @@ def forward(
     for slot, t in zip(leaves, tangents):
         old = pushed[slot]
         pushed[slot] = t if old is None else old + t
-    # the last entry reading each slot: a tangent is dropped right after it
-    last = list(range(n))
-    for i, entry in enumerate(tape):
-        if entry is not None:
-            parents = entry[4]
-            for j in (parents,) if isinstance(parents, int) else parents:
-                if j is not None:
+    # Backwards once: which entries lead to a wanted slot (the others -- the loss of a
+    # gradient that is differentiated, say -- are skipped), and the last entry reading
+    # each slot (its tangent is dropped right after).
+    needed = [False] * n
+    for j in wanted:
+        needed[j] = True
+    last = [n] * n
+    for i in range(n - 1, -1, -1):
+        entry = tape[i]
+        if entry is None or not needed[i]:
+            continue
+        if entry[0].jvp is None:
+            raise NoTangentRule(
+                f"tape: no tangent rule for `{entry[0].name}`; compute the derivative in "
+                "reverse mode (ad.vjp, ad.jacobian(..., mode='reverse'))."
+            )
+        parents = entry[4]
+        for j in (parents,) if isinstance(parents, int) else parents:
+            if j is not None:
+                needed[j] = True
+                if last[j] == n:
                     last[j] = i
     for j in wanted:
         last[j] = n
@@ -73,32 +86,35 @@ def forward(
     BATCH.axes = batch
     try:
         for i in range(start, n):
+            if not needed[i]:
+                continue
             entry = tape[i]
             if entry is None:
                 continue
             p, args, ans, kw, parents = entry
-            if isinstance(parents, int):
+            if type(parents) is int:
                 t = pushed[parents]
                 if t is None:
                     continue
-                ts: tuple[Any, ...] = (t,) + (None,) * (len(args) - 1)
+                ts: tuple[Any, ...] = (t,) if len(args) == 1 else (t, *_NONES[len(args) - 1])
                 if last[parents] == i:
                     pushed[parents] = None
             else:
-                ts = tuple(None if j is None else pushed[j] for j in parents)
-                if all(t is None for t in ts):
+                ts = tuple([None if j is None else pushed[j] for j in parents])
+                for t in ts:
+                    if t is not None:
+                        break
+                else:  # no tangent reached any argument
                     continue
                 for j in parents:
                     if j is not None and last[j] == i:
                         pushed[j] = None
             tape[i] = None
             rule = p.jvp
-            if rule is None:
-                raise UnsupportedError(
-                    f"tape: no tangent rule for `{p.name}`; compute the derivative in "
-                    "reverse mode (ad.vjp, ad.jacobian(..., mode='reverse'))."
-                )
             pushed[i] = rule(ts, ans, *args, **kw) if kw else rule(ts, ans, *args)
     finally:
         BATCH.axes = previous
     return {j: pushed[j] for j in wanted}
+
+
+_NONES = [(None,) * k for k in range(8)]

@@ -52,13 +52,21 @@ def _sum(a: Any, b: Any) -> Any:
 
 def _binary(dx: Any, dy: Any) -> Any:
     """The tangent rule ``dx(tx, x, y, ans) + dy(ty, x, y, ans)`` of a two-argument
-    elementwise primitive, each term given the tangent already broadcast to the output."""
+    elementwise primitive. Where an argument has the output's shape, numpy's
+    broadcasting lines its tangent up with the output's, batch axes included; a
+    tangent of a broadcast argument is first broadcast to the output's shape."""
 
     def jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
         tx, ty = ts
-        shape = _shape(x, y)
-        out = None if tx is None else dx(align(tx, shape), x, y, ans)
-        return out if ty is None else _sum(out, dy(align(ty, shape), x, y, ans))
+        xs, ys = shape_of(x), shape_of(y)
+        if xs != ys:
+            shape = _shape(x, y)
+            if tx is not None and xs != shape:
+                tx = align(tx, shape)
+            if ty is not None and ys != shape:
+                ty = align(ty, shape)
+        out = None if tx is None else dx(tx, x, y, ans)
+        return out if ty is None else _sum(out, dy(ty, x, y, ans))
 
     return jvp
 
@@ -86,31 +94,30 @@ def _subtract_jvp(ts: tuple[Any, ...], ans: Any, xs: Any, ys: Any) -> Any:
 
 def _multiply_jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
     tx, ty = ts
-    if ty is None and shape_of(tx) == shape_of(x) and not shape_of(y):  # x * scalar, unbatched
+    xs, ys = shape_of(x), shape_of(y)
+    if xs != ys:
+        shape = _shape(x, y)
+        if tx is not None and xs != shape:
+            tx = align(tx, shape)
+        if ty is not None and ys != shape:
+            ty = align(ty, shape)
+    if ty is None:
         return tx * y
-    shape = _shape(x, y)
-    out = None if tx is None else align(tx, shape) * y
-    return out if ty is None else _sum(out, align(ty, shape) * x)
+    return ty * x if tx is None else tx * y + ty * x
+
+
+def _pow_dy(ty: Any, x: Any, y: Any, ans: Any) -> Any:
+    safe = P.where(raw(x) == 0, 1.0, x)  # (the limit at x == 0, as the gradient rule)
+    return ty * (ans * P.log(safe))
+
+
+_pow_general = _binary(lambda tx, x, y, ans: tx * (y * P.pow(x, y - 1.0)), _pow_dy)
 
 
 def _pow_jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
-    tx, ty = ts
-    if tx is not None and isinstance(y, (int, float)):  # a Python exponent: x's shape
-        return E.pow_x(tx, ans, x, y)
-    shape = _shape(x, y)
-    out = None if tx is None else align(tx, shape) * y * P.pow(x, y - 1.0)
-    if ty is None:
-        return out
-    safe = P.where(raw(x) == 0, 1.0, x)  # (the limit at x == 0, as the gradient rule)
-    return _sum(out, align(ty, shape) * ans * P.log(safe))
-
-
-def _hypot_jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
-    tx, ty = ts
-    shape = _shape(x, y)
-    num = None if tx is None else align(tx, shape) * x
-    num = num if ty is None else _sum(num, align(ty, shape) * y)
-    return num / ans
+    if ts[0] is not None and isinstance(y, (int, float)):  # a Python exponent: x's shape
+        return E.pow_x(ts[0], ans, x, y)
+    return _pow_general(ts, ans, x, y)
 
 
 def _copysign_jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
@@ -143,7 +150,7 @@ defjvp(P.subtract, _subtract_jvp)
 defjvp(P.multiply, _multiply_jvp)
 defjvp(
     P.divide,
-    _binary(lambda tx, x, y, ans: tx / y, lambda ty, x, y, ans: -ty * ans / y),
+    _binary(lambda tx, x, y, ans: tx / y, lambda ty, x, y, ans: ty * -(ans / y)),
 )
 defjvp(P.pow, _pow_jvp)
 defjvp(
@@ -163,11 +170,14 @@ defjvp(
 defjvp(
     P.atan2,
     _binary(
-        lambda tx, x, y, ans: tx * y / (P.square(x) + P.square(y)),
-        lambda ty, x, y, ans: -ty * x / (P.square(x) + P.square(y)),
+        lambda tx, x, y, ans: tx * (y / (P.square(x) + P.square(y))),
+        lambda ty, x, y, ans: ty * -(x / (P.square(x) + P.square(y))),
     ),
 )
-defjvp(P.hypot, _hypot_jvp)
+defjvp(
+    P.hypot,
+    _binary(lambda tx, x, y, ans: tx * (x / ans), lambda ty, x, y, ans: ty * (y / ans)),
+)
 defjvp(
     P.logaddexp,
     _binary(
