@@ -74,11 +74,11 @@ def forward(
                 "reverse mode (ad.vjp, ad.jacobian(..., mode='reverse'))."
             )
         parents = entry[4]
-        for j in (parents,) if isinstance(parents, int) else parents:
-            if j is not None:
-                needed[j] = True
-                if last[j] == n:
-                    last[j] = i
+        for k in (parents,) if isinstance(parents, int) else parents:
+            if k is not None:
+                needed[k] = True
+                if last[k] == n:
+                    last[k] = i
     for j in wanted:
         last[j] = n
     start = min(leaves, default=n)
@@ -92,7 +92,7 @@ def forward(
             if entry is None:
                 continue
             p, args, ans, kw, parents = entry
-            if type(parents) is int:
+            if isinstance(parents, int):
                 t = pushed[parents]
                 if t is None:
                     continue
@@ -100,15 +100,15 @@ def forward(
                 if last[parents] == i:
                     pushed[parents] = None
             else:
-                ts = tuple([None if j is None else pushed[j] for j in parents])
+                ts = tuple([None if k is None else pushed[k] for k in parents])
                 for t in ts:
                     if t is not None:
                         break
                 else:  # no tangent reached any argument
                     continue
-                for j in parents:
-                    if j is not None and last[j] == i:
-                        pushed[j] = None
+                for k in parents:
+                    if k is not None and last[k] == i:
+                        pushed[k] = None
             tape[i] = None
             rule = p.jvp
             pushed[i] = rule(ts, ans, *args, **kw) if kw else rule(ts, ans, *args)
