@@ -1,6 +1,7 @@
 """The rules layer: the primitives, their gradient and tangent rules, the rules' helpers.
 
-``primitives`` defines every primitive (its numpy code, what its tape entries keep);
+``primitives`` defines every primitive (its numpy code, what its tape entries keep;
+``indexing`` holds the indexing primitives' code and what they know of keys);
 ``helpers`` holds what the rules share (shapes, ``unbroadcast``, ``expand``, ``align``,
 the batch axes); the tables ``elementwise``, ``shapes``, ``linalg`` and ``reductions``
 give each primitive its gradient rules with ``defvjp``, ``forward_elementwise`` and
