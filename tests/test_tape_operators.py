@@ -406,3 +406,24 @@ def test_hvp_of_a_loss_on_an_input_gradient() -> None:
     v = np.array([0.3, 1.0, -0.7])
     (hv,) = ad.hvp(f, (X,), (v,), backend="tape")
     np.testing.assert_allclose(hv, fd_jacobian(grad, (X,), 0, eps=1e-4) @ v, rtol=1e-4, atol=1e-6)
+
+
+def test_every_operator_refuses_a_write_into_an_array_its_sweep_reads() -> None:
+    w = np.array([1.0, 2.0, 3.0])
+
+    def f(x: Any) -> Any:
+        y = x * w
+        w[0] = 5.0  # w is saved for the sweep: the write would change the derivative
+        return y
+
+    calls: list[Callable[[], Any]] = [
+        lambda: ad.vjp(f, X, backend="tape"),
+        lambda: ad.jvp(f, (X,), (np.ones(3),), backend="tape"),
+        lambda: ad.jacobian(f, X, mode="reverse", backend="tape"),
+        lambda: ad.jacobian(f, X, mode="forward", backend="tape"),
+        lambda: ad.hessian(lambda v: _xp(v).sum(f(v) ** 2), X, backend="tape"),
+    ]
+    for call in calls:
+        with pytest.raises(ad.MutationError, match="`w`"):
+            call()
+        assert w.flags.writeable and w[0] == 1.0
