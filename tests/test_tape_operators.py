@@ -427,3 +427,24 @@ def test_every_operator_refuses_a_write_into_an_array_its_sweep_reads() -> None:
         with pytest.raises(ad.MutationError, match="`w`"):
             call()
         assert w.flags.writeable and w[0] == 1.0
+
+
+def test_forward_over_forward_and_forward_over_a_pullback() -> None:
+    def d1(t: Any) -> Any:
+        return ad.derivative(lambda s: _xp(s).sin(s) * s * s, t)
+
+    def d2(t: Any) -> Any:
+        return ad.derivative(d1, t)
+
+    t = 0.7
+    assert d2(t) == pytest.approx(2 * np.sin(t) + 4 * t * np.cos(t) - t * t * np.sin(t))
+    assert ad.derivative(d2, t) == pytest.approx(
+        6 * np.cos(t) - 6 * t * np.sin(t) - t * t * np.cos(t)
+    )
+
+    def pulled(x: Any) -> Any:  # a reverse-mode gradient as a function, pushed forward
+        _, pullback = ad.vjp(lambda v: _xp(v).exp(v) * v, x)
+        return pullback(_xp(x).ones_like(x))[0]
+
+    _, t_out = ad.jvp(pulled, (X,), (np.array([1.0, 0.0, -2.0]),), backend="tape")
+    np.testing.assert_allclose(t_out, np.exp(X) * (X + 2) * [1.0, 0.0, -2.0], rtol=1e-12)
