@@ -5,7 +5,7 @@ In a batched sweep (``helpers``) every shape, axis and key a rule passes on spel
 batch axes out: a basic key gets one ``slice(None)`` per batch axis in front; an advanced
 key (index arrays, masks), whose result numpy lays out by rules of its own, is given as
 it is with ``lead=`` (the indexing primitives' count of leading axes the key skips, see
-``primitives``).
+``indexing``).
 """
 
 from __future__ import annotations
