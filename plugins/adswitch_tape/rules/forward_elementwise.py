@@ -21,7 +21,7 @@ from ..core import raw
 from ..recording import PRIMS, defjvp
 from . import elementwise as E
 from . import primitives as P
-from .helpers import align, const, shape_of, tie_weight
+from .helpers import align, broadcast_shape, const, shape_of, tie_weight
 
 _DIAGONAL = (
     P.negative, P.positive, P.abs, P.exp, P.expm1, P.log, P.log1p, P.log2, P.log10, P.sqrt,
@@ -43,7 +43,7 @@ for _prim in _DIAGONAL:
 def _shape(x: Any, y: Any) -> tuple[int, ...]:
     """The shape of an elementwise result of ``x`` and ``y`` (values)."""
     xs, ys = shape_of(x), shape_of(y)
-    return xs if xs == ys or not ys else ys if not xs else np.broadcast_shapes(xs, ys)
+    return xs if xs == ys else broadcast_shape(xs, ys)
 
 
 def _sum(a: Any, b: Any) -> Any:
@@ -74,7 +74,7 @@ def _binary(dx: Any, dy: Any) -> Any:
 def _add_jvp(ts: tuple[Any, ...], ans: Any, xs: Any, ys: Any) -> Any:
     """``add``'s entries keep the shapes of the arguments, not their values."""
     tx, ty = ts
-    shape = xs if xs == ys else np.broadcast_shapes(xs, ys)
+    shape = xs if xs == ys else broadcast_shape(xs, ys)
     if ty is None:
         return align(tx, shape)
     if tx is None:
@@ -84,7 +84,7 @@ def _add_jvp(ts: tuple[Any, ...], ans: Any, xs: Any, ys: Any) -> Any:
 
 def _subtract_jvp(ts: tuple[Any, ...], ans: Any, xs: Any, ys: Any) -> Any:
     tx, ty = ts
-    shape = xs if xs == ys else np.broadcast_shapes(xs, ys)
+    shape = xs if xs == ys else broadcast_shape(xs, ys)
     if ty is None:
         return align(tx, shape)
     if tx is None:
@@ -139,7 +139,7 @@ def _tanh_grad_jvp(ts: tuple[Any, ...], ans: Any, g: Any, y: Any) -> Any:
 
 def _where_jvp(ts: tuple[Any, ...], ans: Any, c: Any, x: Any, y: Any) -> Any:
     _, tx, ty = ts
-    shape = np.broadcast_shapes(shape_of(c), shape_of(x), shape_of(y))
+    shape = broadcast_shape(shape_of(c), shape_of(x), shape_of(y))
     a = 0.0 if tx is None else align(tx, shape)
     b = 0.0 if ty is None else align(ty, shape)
     return P.where(c, a, b)

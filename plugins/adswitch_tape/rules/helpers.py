@@ -24,8 +24,8 @@ from ..core import BATCH, IN_PLACE_FROM, raw
 from . import primitives as P
 
 __all__ = [
-    "align", "batch_of", "const", "expand", "expand_value", "pad", "shape_of", "shifted_axes",
-    "tie_weight", "times", "unbroadcast", "unbroadcast_to",
+    "align", "batch_of", "broadcast_shape", "const", "expand", "expand_value", "pad",
+    "shape_of", "shifted_axes", "tie_weight", "times", "unbroadcast", "unbroadcast_to",
 ]  # fmt: skip
 
 
@@ -34,6 +34,16 @@ def shape_of(x: Any) -> tuple[int, ...]:
         return x.shape  # type: ignore[no-any-return]
     except AttributeError:  # a Python scalar
         return ()
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """``np.broadcast_shapes`` with the cases of elementwise operations taken first:
+    equal shapes and scalars (``np.broadcast_shapes`` builds arrays: microseconds)."""
+    out = shapes[0]
+    for shape in shapes[1:]:
+        if shape != out and shape:
+            out = shape if not out else np.broadcast_shapes(out, shape)
+    return out
 
 
 def batch_of(g: Any) -> tuple[int, ...]:
