@@ -186,11 +186,38 @@ def binary(
     by_value, shapes = keep_args == "values", keep_args == "shapes"
     role = f"a constant argument of `{name}`"
 
+    def constant_traced(x: Any, y: Tracer) -> Any:
+        """constant (+) traced (``W @ x``, ``1.0 - t``, reflected operators): the mirror of
+        the traced (+) constant path below."""
+        if y._base is not None:
+            sync(y)
+        trace = y._trace
+        if not trace.live:
+            raise escaped(name)
+        if saves and type(x) is np.ndarray and id(x) not in trace.locked:
+            trace.guard(x, role)
+        yv = y._value
+        ans = prim(x, yv) if type(yv) is Tracer else impl(x, yv)
+        idx = y._idx
+        if idx is None:
+            return Tracer(ans, trace, None)
+        tape = trace.tape
+        tape.append(
+            (
+                p,
+                (x, yv) if by_value else (_shape(x), yv.shape) if shapes else (None, None),
+                ans if keep_ans else None,
+                None,
+                (None, idx),
+            )
+        )
+        return Tracer(ans, trace, len(tape) - 1)
+
     def prim(x: Any, y: Any, /) -> Any:
         if type(x) is not Tracer:
             if type(y) is not Tracer:
                 return impl(x, y)
-            return _record(p, (x, y), {})  # constant (+) traced: reflected operators
+            return constant_traced(x, y)
         if x._base is not None:
             sync(x)
         trace = x._trace
