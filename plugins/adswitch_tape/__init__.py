@@ -1,27 +1,34 @@
-"""adswitch's built-in engine, ``backend="tape"``: reverse mode over numpy, any order.
+"""adswitch's built-in engine, ``backend="tape"``: reverse and forward mode over numpy,
+batched, any order.
 
 Layers, bottom up; a module imports only from layers below it (``tests/test_layers.py``):
     1. ``core/``      -- trace levels and tapes (``trace``), the bare traced node
-       :class:`Tracer` with view syncing (``node``), the backward sweep (``sweep``);
+       :class:`Tracer` with view syncing (``node``), the backward sweeps (``sweep``: one
+       loss, or many outputs at once, batched, optionally keeping the tape) and the
+       forward sweep (``forward``);
     2. ``recording``  -- how an operation on tracers is recorded: ``unary``/``binary``/
-       ``nary`` primitives, ``defvjp``;
+       ``nary`` primitives, ``defvjp`` and ``defjvp``;
     3. ``rules/``     -- the primitives with their numpy code (``primitives``), the rules'
-       helpers (``helpers``: shapes, unbroadcasting) and the rule tables (``elementwise``,
-       ``shapes``, ``linalg``, ``reductions``; non-smooth points documented there);
+       helpers (``helpers``: shapes, unbroadcasting, batch axes), the gradient tables
+       (``elementwise``, ``shapes``, ``linalg``, ``reductions``; non-smooth points
+       documented there) and the tangent tables (``forward_elementwise``,
+       ``forward_arrays``);
     4. ``mutation``   -- in-place writes, recorded copy-on-write, and numpy-style views;
        ``conversions`` -- ``int``/``float``/``np.asarray``/DLPack of a tracer: allowed
        where no gradient is dropped, refused with the fix where one would be;
        ``tracer``     -- the traced array: attaches operators, indexing and conversions to
        the core's :class:`Tracer`;
-    5. ``xp/``        -- the namespace's functions by kind, with the ``linalg`` and ``fft``
-       extensions; ``interop`` -- numpy's protocols and ``__array_namespace__``;
-       ``namespace`` -- the Array API namespace (``ad.array_namespace(traced)``), which
-       attaches ``interop`` when imported;
-    6. ``engine``     -- one differentiation call: trace, sweep, hand back, restore;
+    5. ``xp/``        -- the namespace's functions by kind, with the ``linalg``,
+       ``special`` and ``fft`` extensions; ``interop`` -- numpy's protocols and
+       ``__array_namespace__``; ``namespace`` -- the Array API namespace
+       (``ad.array_namespace(traced)``), which attaches ``interop`` when imported;
+    6. ``calls``      -- what every differentiation call does around ``f`` (trace, hand
+       back, restore); ``ownership`` -- a reusable pullback's tape owns its values;
+       ``engine`` -- ``value_and_grad``; ``operators`` -- ``vjp``, ``vjp_apply``, ``jvp``;
     7. ``plugin``     -- the ``adswitch.backends`` entry point (imports nothing heavy).
 
 The array behaviour lives above the rules, yet rules use operators on tracers (``g * y``):
-the class is completed when ``namespace`` is imported, which ``engine`` does before it
+the class is completed when ``namespace`` is imported, which ``calls`` does before it
 makes a tracer.
 
 Example:
@@ -33,4 +40,7 @@ Example:
     ...     return xp.sum(y + x)
     >>> ad.gradient(f, np.array([1.0, 2.0, 4.0]), backend="tape")[0]
     array([1.  , 0.5 , 0.25])
+    >>> ad.jacobian(lambda v: v * v, np.array([1.0, 3.0]), mode="forward", backend="tape")[0]
+    array([[2., 0.],
+           [0., 6.]])
 """

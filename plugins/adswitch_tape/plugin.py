@@ -2,7 +2,10 @@
 
 Registered under the ``adswitch.backends`` entry point. It needs nothing but numpy, so
 ``pip install adswitch`` alone differentiates real code. This module only declares the
-engine; the machinery is imported when a call needs it.
+engine; the machinery is imported when a call needs it. All four primitives of the
+contract are native: ``value_and_grad`` (``engine``), ``vjp``, ``vjp_apply`` and ``jvp``
+(``operators``), batched (``Capabilities.batching``); ``jvp`` is a forward sweep of
+tangents through the recorded tape (``Capabilities.forward``, see ``operators``).
 
 Example:
     >>> import numpy as np, adswitch as ad
@@ -20,7 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from adswitch.spec import Backend, BackendBase, CallInfo, Capabilities, LossFn, hookimpl
+from adswitch.spec import (
+    Backend,
+    BackendBase,
+    CallInfo,
+    Capabilities,
+    LossFn,
+    OutputFn,
+    Pullback,
+    SeedFn,
+    hookimpl,
+)
 
 __all__ = ["TapeBackend", "adswitch_backend"]
 
@@ -38,6 +51,8 @@ class TapeBackend(BackendBase):
         devices=("cpu",),
         dtypes=("float32", "float64"),
         array_kinds=("numpy",),
+        forward=True,
+        batching=True,
     )
     array_modules: tuple[str, ...] = ("adswitch_tape",)
 
@@ -61,6 +76,31 @@ class TapeBackend(BackendBase):
     ) -> tuple[list[Any], list[Any | None]]:
         return _engine()(fn, leaves, active, info)
 
+    def vjp(
+        self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], Pullback]:
+        return _operators().vjp(fn, leaves, active, info)  # type: ignore[no-any-return]
+
+    def vjp_apply(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        seed: SeedFn,
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any | None]]:
+        return _operators().vjp_apply(fn, leaves, active, seed, info)  # type: ignore[no-any-return]
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        return _operators().jvp(fn, leaves, active, tangents, info)  # type: ignore[no-any-return]
+
 
 @functools.cache
 def _modules() -> tuple[type, Any]:
@@ -77,6 +117,15 @@ def _engine() -> Callable[..., tuple[list[Any], list[Any | None]]]:
     from .engine import value_and_grad
 
     return value_and_grad
+
+
+@functools.cache
+def _operators() -> Any:
+    """The engine's ``vjp``, ``vjp_apply`` and ``jvp`` (module ``operators``), imported on
+    first use."""
+    from . import operators
+
+    return operators
 
 
 @hookimpl

@@ -5,8 +5,9 @@ tracer it is the numpy function; called with tracers it records itself on the tr
 its highest-level argument -- arguments of lower levels (and numpy arrays, Python
 scalars) are constants at that level -- computing its value by calling itself on the
 unwrapped values, which records it on the lower levels in turn. ``defvjp`` fills the
-rule table (the rules themselves are in ``rules``). Numpy arrays an entry keeps for its
-rules are locked read-only until the call ends.
+table of gradient rules and ``defjvp`` that of tangent rules (the rules themselves are
+in ``rules``). Numpy arrays an entry keeps for its rules are locked read-only until the
+call ends.
 """
 
 from __future__ import annotations
@@ -21,11 +22,19 @@ import numpy as np
 
 from .core import Rule, Trace, Tracer, escaped, raw, sync
 
-__all__ = ["PRIMS", "Prim", "binary", "defvjp", "defvjp_variadic", "nary", "unary"]
+__all__ = [
+    "PRIMS", "Prim", "TangentRule", "binary", "defjvp", "defvjp", "defvjp_variadic", "nary",
+    "unary",
+]  # fmt: skip
+
+TangentRule = Callable[..., Any]
+"""A tangent rule ``jvp(tangents, ans, *args, **params)``: ``tangents`` holds one tangent
+per argument (``None`` for a constant one); returns the output's tangent."""
 
 
 class Prim:
-    """A primitive: its name, its numpy implementation and one gradient rule per argument.
+    """A primitive: its name, its numpy implementation, one gradient rule per argument and
+    its tangent rule (``jvp``, see :data:`TangentRule`).
 
     ``saves`` is False for operations whose rules never read a constant argument's value
     (only its shape): their numpy constants need no write protection.
@@ -38,7 +47,7 @@ class Prim:
     checks all three flags against the rules.
     """
 
-    __slots__ = ("fn", "impl", "keep_ans", "keep_args", "name", "rules", "saves")
+    __slots__ = ("fn", "impl", "jvp", "keep_ans", "keep_args", "name", "rules", "saves")
 
     def __init__(
         self,
@@ -54,6 +63,7 @@ class Prim:
         self.keep_ans = keep_ans
         self.keep_args = keep_args
         self.rules: list[Rule | None] = []
+        self.jvp: TangentRule | None = None
         self.fn: Callable[..., Any] = impl
 
 
@@ -176,11 +186,38 @@ def binary(
     by_value, shapes = keep_args == "values", keep_args == "shapes"
     role = f"a constant argument of `{name}`"
 
+    def constant_traced(x: Any, y: Tracer) -> Any:
+        """constant (+) traced (``W @ x``, ``1.0 - t``, reflected operators): the mirror of
+        the traced (+) constant path below."""
+        if y._base is not None:
+            sync(y)
+        trace = y._trace
+        if not trace.live:
+            raise escaped(name)
+        if saves and type(x) is np.ndarray and id(x) not in trace.locked:
+            trace.guard(x, role)
+        yv = y._value
+        ans = prim(x, yv) if type(yv) is Tracer else impl(x, yv)
+        idx = y._idx
+        if idx is None:
+            return Tracer(ans, trace, None)
+        tape = trace.tape
+        tape.append(
+            (
+                p,
+                (x, yv) if by_value else (_shape(x), yv.shape) if shapes else (None, None),
+                ans if keep_ans else None,
+                None,
+                (None, idx),
+            )
+        )
+        return Tracer(ans, trace, len(tape) - 1)
+
     def prim(x: Any, y: Any, /) -> Any:
         if type(x) is not Tracer:
             if type(y) is not Tracer:
                 return impl(x, y)
-            return _record(p, (x, y), {})  # constant (+) traced: reflected operators
+            return constant_traced(x, y)
         if x._base is not None:
             sync(x)
         trace = x._trace
@@ -268,6 +305,13 @@ def defvjp(prim: Callable[..., Any], *rules: Rule | None) -> None:
     must be written with primitives (not raw numpy) so that it is recorded when an
     enclosing differentiation is active."""
     _PRIMS[prim].rules = list(rules)
+
+
+def defjvp(prim: Callable[..., Any], rule: TangentRule) -> None:
+    """Register the tangent rule of ``prim`` (see :data:`TangentRule`); like gradient
+    rules it is written with primitives, and returns a tangent of exactly
+    ``batch + ans.shape`` (see ``core.forward``)."""
+    _PRIMS[prim].jvp = rule
 
 
 class _Variadic:

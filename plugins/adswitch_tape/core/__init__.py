@@ -1,15 +1,18 @@
-"""The core layer: trace levels, the traced node and the backward sweep (numpy only).
+"""The core layer: trace levels, the traced node and the sweeps (numpy only).
 
 Modules, bottom up: ``trace`` (levels, tapes, locks), ``node`` (the bare
-:class:`Tracer`, ``raw``, view syncing), ``sweep`` (``backward``). Nothing here knows
-a primitive or a rule: entries carry their primitive, and the sweep calls its rules.
+:class:`Tracer`, ``raw``, view syncing), ``sweep`` (the backward sweeps ``backward`` and
+``backward_many``, the batch axes ``BATCH`` the rules read), ``forward`` (the forward
+sweep). Nothing here knows a primitive or a rule: entries carry their primitive, and
+the sweeps call its rules.
 """
 
+from .forward import NoTangentRule, forward
 from .node import Tracer, raw, sync
-from .sweep import IN_PLACE_FROM, Rule, backward
+from .sweep import BATCH, IN_PLACE_FROM, Rule, backward, backward_many
 from .trace import FREE, Entry, Trace, escaped, role_text
 
 __all__ = [
-    "FREE", "IN_PLACE_FROM", "Entry", "Rule", "Trace", "Tracer", "backward", "escaped", "raw",
-    "role_text", "sync",
+    "BATCH", "FREE", "IN_PLACE_FROM", "Entry", "NoTangentRule", "Rule", "Trace", "Tracer",
+    "backward", "backward_many", "escaped", "forward", "raw", "role_text", "sync",
 ]  # fmt: skip

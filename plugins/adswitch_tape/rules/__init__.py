@@ -1,11 +1,16 @@
-"""The rules layer: the primitives, their gradient rules and the rules' helpers.
+"""The rules layer: the primitives, their gradient and tangent rules, the rules' helpers.
 
-``primitives`` defines every primitive (its numpy code, what its tape entries keep);
-``helpers`` holds what the rules share (shapes, ``unbroadcast``, ``expand``); the tables
-``elementwise``, ``shapes``, ``linalg`` and ``reductions`` give each primitive its rules
-with ``defvjp``. Importing any module of this package registers every rule.
+``primitives`` defines every primitive (its numpy code, what its tape entries keep;
+``indexing`` holds the indexing primitives' code and what they know of keys);
+``helpers`` holds what the rules share (shapes, ``unbroadcast``, ``expand``, ``align``,
+the batch axes); the tables ``elementwise``, ``shapes``, ``linalg`` and ``reductions``
+give each primitive its gradient rules with ``defvjp``, ``forward_elementwise`` and
+``forward_arrays`` its tangent rule with ``defjvp``. Importing any module of this
+package registers every rule.
 """
 
-from . import elementwise, linalg, reductions, shapes
+from . import elementwise, forward_arrays, forward_elementwise, linalg, reductions, shapes
 
-__all__ = ["elementwise", "linalg", "reductions", "shapes"]
+__all__ = [
+    "elementwise", "forward_arrays", "forward_elementwise", "linalg", "reductions", "shapes",
+]  # fmt: skip

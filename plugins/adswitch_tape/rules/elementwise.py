@@ -28,7 +28,7 @@ import numpy as np
 from ..core import IN_PLACE_FROM, raw
 from ..recording import defvjp
 from . import primitives as P
-from .helpers import const, times, unbroadcast, unbroadcast_to
+from .helpers import const, tie_weight, times, unbroadcast, unbroadcast_to
 from .primitives import _tanh_grad
 
 # -- elementwise, one argument ---------------------------------------------------------
@@ -70,7 +70,7 @@ defvjp(
 )
 
 
-def _tanh_grad_y(gg: Any, ans: Any, g: Any, y: Any) -> Any:
+def tanh_grad_y(gg: Any, g: Any, y: Any) -> Any:
     """``gg * g * y * -2``; for large plain arrays (top level) the products after the
     first are written into its fresh temporary (same operations, same order)."""
     if type(gg) is np.ndarray and type(g) is np.ndarray and gg.size >= IN_PLACE_FROM:
@@ -86,7 +86,12 @@ def _tanh_grad_y(gg: Any, ans: Any, g: Any, y: Any) -> Any:
     return gg * g * y * -2.0
 
 
-defvjp(P.tanh_grad, lambda gg, ans, g, y: P.tanh_grad(gg, y), _tanh_grad_y)
+# (g and y have one shape, except where tanh's rule ran in a batched sweep: g is a batch)
+defvjp(
+    P.tanh_grad,
+    lambda gg, ans, g, y: unbroadcast(P.tanh_grad(gg, y), g),
+    lambda gg, ans, g, y: unbroadcast(tanh_grad_y(gg, g, y), y),
+)
 defvjp(P.asin, lambda g, ans, x: g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.acos, lambda g, ans, x: -g / P.sqrt(1.0 - P.square(x)))
 defvjp(P.atan, lambda g, ans, x: g / (1.0 + P.square(x)))
@@ -96,7 +101,7 @@ defvjp(P.atanh, lambda g, ans, x: g / (1.0 - P.square(x)))
 
 
 # -- elementwise, two arguments --------------------------------------------------------
-def _pow_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
+def pow_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
     if isinstance(y, (int, float)):  # a Python exponent: the shape is x's, no broadcasting
         if y == 0:
             return g * 0.0
@@ -108,12 +113,6 @@ def _pow_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     # d(x**y)/dy = x**y log x; at x == 0 the limit is 0 (for y > 0), log(1) gives it.
     safe = P.where(raw(x) == 0, 1.0, x)
     return unbroadcast(g * ans * P.log(safe), y)
-
-
-def _ties(x: Any, y: Any, wins: Any) -> Any:
-    """Weight of ``x`` in maximum/minimum: 1 where it wins, 0.5 at ties, else 0."""
-    rx, ry = raw(x), raw(y)
-    return const(np.where(wins(rx, ry), 1.0, np.where(rx == ry, 0.5, 0.0)), x)
 
 
 # (The shape test is inlined in the hottest rules: one call less per operation.)
@@ -138,16 +137,16 @@ defvjp(
     lambda g, ans, x, y: unbroadcast(g / y, x),
     lambda g, ans, x, y: unbroadcast(-g * ans / y, y),
 )
-defvjp(P.pow, _pow_x, _pow_y)
+defvjp(P.pow, pow_x, _pow_y)
 defvjp(
     P.maximum,
-    lambda g, ans, x, y: unbroadcast(g * _ties(x, y, np.greater), x),
-    lambda g, ans, x, y: unbroadcast(g * _ties(y, x, np.greater), y),
+    lambda g, ans, x, y: unbroadcast(g * tie_weight(x, y, np.greater), x),
+    lambda g, ans, x, y: unbroadcast(g * tie_weight(y, x, np.greater), y),
 )
 defvjp(
     P.minimum,
-    lambda g, ans, x, y: unbroadcast(g * _ties(x, y, np.less), x),
-    lambda g, ans, x, y: unbroadcast(g * _ties(y, x, np.less), y),
+    lambda g, ans, x, y: unbroadcast(g * tie_weight(x, y, np.less), x),
+    lambda g, ans, x, y: unbroadcast(g * tie_weight(y, x, np.less), y),
 )
 defvjp(
     P.atan2,

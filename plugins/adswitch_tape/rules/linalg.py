@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core import BATCH
 from ..recording import defvjp
 from . import primitives as P
 from .helpers import shape_of, unbroadcast
 
 
 # -- matmul: vectors, matrices, batches --------------------------------------------------
+# In a batched sweep the cotangent of a vector-valued product is a matrix (one row per
+# batch element): where the other operand is a matrix, the rule is one matrix product of
+# the whole batch (``(B, m) @ W``) rather than one matrix-vector product per row.
 def _col(v: Any) -> Any:
     """``v[..., None]``: a trailing axis of length 1."""
     return P.reshape(v, shape=(*shape_of(v), 1))
@@ -21,11 +25,24 @@ def _uncol(v: Any) -> Any:
     return P.getitem(v, key=(Ellipsis, 0))
 
 
+def _rows(prim: Any, g: Any, nb: int, other: Any) -> Any:
+    """``prim(g, other)`` for a cotangent ``g`` of shape ``batch + (n,)`` and a matrix
+    ``other``: the batch axes flattened into the rows of one matrix product."""
+    if nb == 1:
+        return prim(g, other)
+    shape = shape_of(g)
+    out = prim(P.reshape(g, shape=(-1, shape[-1])), other)
+    return P.reshape(out, shape=(*shape[:-1], shape_of(out)[-1]))
+
+
 def _matmul_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
     xd, yd = len(shape_of(x)), len(shape_of(y))
-    if xd == 1 and yd == 1:
-        return g * y
+    nb = BATCH.axes
+    if xd == 1 and yd == 1:  # a dot product: g is batch + ()
+        return g * y if not nb else _col(g) * y
     if xd == 1:  # (k,) @ (..., k, m) -> (..., m)
+        if yd == 2:  # d/dx = y @ g, for a batch g @ y.T
+            return P.matmul(y, g) if not nb else _rows(P.matmul_nt, g, nb, y)
         return unbroadcast(_uncol(P.matmul(y, _col(g))), x)
     if yd == 1:  # (..., n, k) @ (k,) -> (..., n)
         return unbroadcast(_col(g) * y, x)
@@ -34,11 +51,14 @@ def _matmul_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
 
 def _matmul_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     xd, yd = len(shape_of(x)), len(shape_of(y))
+    nb = BATCH.axes
     if xd == 1 and yd == 1:
-        return g * x
+        return g * x if not nb else _col(g) * x
     if xd == 1:
         return unbroadcast(_col(x) * P.reshape(g, shape=(*shape_of(g)[:-1], 1, -1)), y)
-    if yd == 1:
+    if yd == 1:  # (..., n, k) @ (k,) -> (..., n)
+        if xd == 2:  # d/dy = g @ x, for a batch too
+            return P.matmul(g, x) if nb < 2 else _rows(P.matmul, g, nb, x)
         return unbroadcast(_uncol(P.matmul_tn(x, _col(g))), y)
     return unbroadcast(P.matmul_tn(x, g), y)
 

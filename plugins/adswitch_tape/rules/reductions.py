@@ -10,33 +10,37 @@ from typing import Any
 
 import numpy as np
 
-from ..core import Tracer, raw
+from ..core import BATCH, Tracer, raw
 from ..recording import defvjp
 from . import primitives as P
-from .helpers import const, expand, shape_of
+from .helpers import batch_of, const, expand, expand_value, shape_of, shifted_axes
 
 
 def _sum_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     if type(g) is np.ndarray and type(x) is np.ndarray:  # top level: the common case
+        if BATCH.axes:
+            ge = expand(g, x, axis, keepdims)
+            return np.zeros(g.shape[: BATCH.axes] + x.shape, dtype=ge.dtype) + ge
         ge = g if keepdims or axis is None else expand(g, x, axis, keepdims)
         return np.zeros(x.shape, dtype=ge.dtype) + ge
     ge = expand(g, x, axis, keepdims)
+    shape = batch_of(g) + shape_of(x)
     if type(ge) is Tracer:
-        return P.broadcast_to(ge, shape=shape_of(x))
+        return P.broadcast_to(ge, shape=shape)
     # Plain arrays: a fresh array costs less than np.broadcast_to's Python wrapper, and the
     # gradient handed back must be its own writeable array anyway.
     dtype = ge.dtype if type(ge) is np.ndarray else np.result_type(ge)
-    return np.zeros(shape_of(x), dtype=dtype) + ge
+    return np.zeros(shape, dtype=dtype) + ge
 
 
 def _prod_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     ge = expand(g, x, axis, keepdims)
     if not (raw(x) == 0).any():
-        return ge * expand(ans, x, axis, keepdims) / x
-    return ge * _prod_of_others(x, axis)
+        return ge * expand_value(ans, x, axis, keepdims) / x
+    return ge * prod_of_others(x, axis)
 
 
-def _prod_of_others(x: Any, axis: Any) -> Any:
+def prod_of_others(x: Any, axis: Any) -> Any:
     """For each element, the product of the *other* elements of its reduced slice --
     exact with zeros and differentiable again (prod/x is neither): a slice of n
     elements becomes n rows, each with its own element replaced by 1, multiplied out.
@@ -57,16 +61,17 @@ def _prod_of_others(x: Any, axis: Any) -> Any:
 
 
 def _extreme_x(g: Any, ans: Any, x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    hit = raw(x) == raw(expand(ans, x, axis, keepdims))
+    hit = raw(x) == raw(expand_value(ans, x, axis, keepdims))
     share = hit / np.sum(hit, axis=axis, keepdims=True)
     return expand(g, x, axis, keepdims) * const(share, x)
 
 
 def _cumsum_x(g: Any, ans: Any, x: Any, axis: int, include_initial: bool = False) -> Any:
+    nb = BATCH.axes
+    ax = shifted_axes(axis, len(shape_of(g)) - nb, nb)  # (x is not kept: g's rank tells)
     if include_initial:
-        key = (slice(None),) * (axis % len(shape_of(g))) + (slice(1, None),)
-        g = P.getitem(g, key=key)
-    return P.flip(P.cumulative_sum(P.flip(g, axis=axis), axis=axis), axis=axis)
+        g = P.getitem(g, key=(slice(None),) * ax + (slice(1, None),))
+    return P.flip(P.cumulative_sum(P.flip(g, axis=ax), axis=ax), axis=ax)
 
 
 defvjp(P.sum, _sum_x)
