@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["SEED_POINTERS", "make_grad"]
+__all__ = ["SEED_POINTERS", "PullFn", "make_grad", "make_pull"]
 
 # The seed ``1`` of each (dtype, device), made once (``ones_like`` costs a microsecond of a
 # 45 µs call). torch never writes into grad_outputs, but it may hand a seed back as a
@@ -24,6 +24,7 @@ _SEEDS: dict[tuple[Any, Any], Any] = {}
 SEED_POINTERS: set[int] = set()
 
 GradFn = Callable[[Any, Sequence[Any], bool, bool], Sequence[Any]]
+PullFn = Callable[[Sequence[Any], Sequence[Any], Sequence[Any], bool, bool, bool], Sequence[Any]]
 
 
 def make_grad(torch: Any) -> GradFn:
@@ -74,3 +75,60 @@ def make_grad(torch: Any) -> GradFn:
         return public(loss, inputs, create_graph=create_graph, allow_unused=True)  # type: ignore[no-any-return]
 
     return grad
+
+
+def make_pull(torch: Any) -> PullFn:
+    """``pull(outputs, cotangents, inputs, retain, create_graph, plain) -> gradients``.
+
+    Args:
+        torch: the imported torch module.
+
+    Returns:
+        The function; equivalent to ``torch.autograd.grad(outputs, inputs, cotangents,
+        retain_graph=retain, create_graph=create_graph, allow_unused=True)`` for
+        cotangents already shaped, typed and placed like their outputs (``_reverse``
+        makes them so), through ``_engine_run_backward`` when every tensor is a plain
+        ``torch.Tensor`` (``plain`` says so for the inputs). It may run under
+        ``torch.func.vmap`` (batched cotangents).
+    """
+    fast: list[Any] = [None]
+    try:
+        from torch.autograd.graph import _engine_run_backward
+
+        fast[0] = _engine_run_backward
+    except ImportError:
+        pass
+    public = torch.autograd.grad
+
+    def pull(
+        outputs: Sequence[Any],
+        cotangents: Sequence[Any],
+        inputs: Sequence[Any],
+        retain: bool,
+        create_graph: bool,
+        plain: bool,
+    ) -> Sequence[Any]:
+        run = fast[0]
+        if run is not None and plain:
+            try:
+                return run(  # type: ignore[no-any-return]
+                    tuple(outputs),
+                    tuple(cotangents),
+                    retain,
+                    create_graph,
+                    tuple(inputs),
+                    True,
+                    accumulate_grad=False,
+                )
+            except TypeError:
+                fast[0] = None  # a changed private signature: parsing failed, nothing ran
+        return public(  # type: ignore[no-any-return]
+            outputs,
+            inputs,
+            cotangents,
+            retain_graph=retain,
+            create_graph=create_graph,
+            allow_unused=True,
+        )
+
+    return pull

@@ -76,10 +76,14 @@ from adswitch.spec import (
     Capabilities,
     EngineLoader,
     LossFn,
+    OutputFn,
+    Pullback,
+    SeedFn,
     hookimpl,
 )
 
-from ._backward import GradFn, make_grad
+from . import _forward, _reverse
+from ._backward import GradFn, PullFn, make_grad, make_pull
 from ._call import differentiate
 from ._convert import byte_range
 from ._distributed import BATCH
@@ -117,6 +121,8 @@ class TorchBackend(BackendBase):
         dtypes=("float16", "bfloat16", "float32", "float64"),
         array_kinds=KINDS,
         compiles=False,
+        forward=False,
+        batching=True,
     )
     array_modules: tuple[str, ...] = ("torch",)
 
@@ -138,6 +144,7 @@ class TorchBackend(BackendBase):
             self.capabilities = replace(self.capabilities, mutation=True, fresh_buffer_writes=True)
         self._torch: Any = None
         self._grad: GradFn | None = None
+        self._pull: PullFn | None = None
         self._namespace: Any = None
         self._trees_registered = False
 
@@ -146,6 +153,7 @@ class TorchBackend(BackendBase):
         if torch is None:
             torch = self._loader.load()
             self._grad = make_grad(torch)
+            self._pull = make_pull(torch)
             self._torch = torch
         return torch
 
@@ -177,6 +185,50 @@ class TorchBackend(BackendBase):
         grad = self._grad
         assert grad is not None  # set together with self._torch
         return differentiate(torch, grad, fn, leaves, active, info, self._copy_saved, self._strict)
+
+    def vjp(
+        self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], Pullback]:
+        """Run ``fn`` once and return its outputs and a reusable pullback (``_reverse``)."""
+        torch = self._torch or self._engine()
+        pull = self._pull
+        assert pull is not None
+        return _reverse.vjp(
+            torch, pull, fn, leaves, active, info, self._copy_saved, self._strict
+        )
+
+    def vjp_apply(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        seed: SeedFn,
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any | None]]:
+        """One run of ``fn`` and one (batched) backward pass along the seed (``_reverse``)."""
+        torch = self._torch or self._engine()
+        pull = self._pull
+        assert pull is not None
+        return _reverse.vjp_apply(
+            torch, pull, fn, leaves, active, seed, info, self._copy_saved, self._strict
+        )
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        """Push ``tangents`` through ``fn``: forward AD, or reverse mode for batches
+        (``_forward``)."""
+        torch = self._torch or self._engine()
+        pull = self._pull
+        assert pull is not None
+        return _forward.jvp(
+            torch, pull, fn, leaves, active, tangents, info, self._copy_saved, self._strict
+        )
 
     def add_into(self, shadow: Any, grad: Any) -> None:
         """``shadow += grad`` in place, on the shadow's device (never through the host)."""
