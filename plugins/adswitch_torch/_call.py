@@ -12,8 +12,8 @@ from adswitch.spec import CallInfo, LossFn
 
 from . import _distributed
 from ._backward import SEED_POINTERS, GradFn
-from ._errors import translate_backward
 from ._convert import to_caller_kind
+from ._errors import translate_backward
 from ._trace import concrete, own_memory, run, trace, write_back
 
 __all__ = ["differentiate"]

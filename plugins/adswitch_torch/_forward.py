@@ -28,7 +28,7 @@ from adswitch.errors import UnsupportedError
 from adswitch.spec import CallInfo, OutputFn
 
 from . import _distributed
-from ._backward import PullFn
+from ._backward import Passes
 from ._convert import to_caller_kind
 from ._foreign import to_jax
 from ._reverse import batched_pull, translated_backward
@@ -59,7 +59,7 @@ _held = _Held()
 
 def jvp(
     torch: Any,
-    pull: PullFn,
+    passes: Passes,
     fn: OutputFn,
     leaves: Sequence[Any],
     active: Sequence[bool],
@@ -79,13 +79,14 @@ def jvp(
             if level is not None:
                 _held.depth += 1
                 try:
-                    return _dual(torch, fn, leaves, active, tangents, info, copy_saved, strict,
-                                 level)
+                    return _dual(
+                        torch, fn, leaves, active, tangents, info, copy_saved, strict, level
+                    )
                 finally:
                     _held.depth -= 1
         finally:
             _LEVEL_LOCK.release()
-    return _by_reverse(torch, pull, fn, leaves, active, tangents, info, copy_saved, strict)
+    return _by_reverse(torch, passes, fn, leaves, active, tangents, info, copy_saved, strict)
 
 
 def _dual(
@@ -129,7 +130,7 @@ def _dual(
 
 def _by_reverse(
     torch: Any,
-    pull: PullFn,
+    passes: Passes,
     fn: OutputFn,
     leaves: Sequence[Any],
     active: Sequence[bool],
@@ -151,14 +152,14 @@ def _by_reverse(
         outs = [diffs[k] for k in which]
         probes = [torch.zeros_like(y, requires_grad=True) for y in outs]
         try:
-            pulled = pull(outs, probes, t.inputs, True, True, t.plain)  # J^T u, linear in u
+            pulled = passes.pull(outs, probes, t.inputs, True, True, t.plain)  # J^T u, linear in u
             used = [(g, v) for g, v in zip(pulled, given) if g is not None and g.requires_grad]
             if used:
                 gs, vs = [g for g, _ in used], [v for _, v in used]
                 if batch is not None:
-                    pushed = batched_pull(torch, pull, gs, vs, probes, nested, True)
+                    pushed = batched_pull(torch, passes, gs, vs, probes, nested, True)
                 else:
-                    pushed = list(pull(gs, vs, probes, True, nested, True))
+                    pushed = list(passes.pull(gs, vs, probes, True, nested, True))
                 for k, j in enumerate(which):
                     found[j] = pushed[k]
         except RuntimeError as exc:

@@ -24,7 +24,7 @@ from adswitch.errors import MutationError
 from adswitch.spec import CallInfo, OutputFn, SeedFn
 
 from . import _distributed
-from ._backward import PullFn
+from ._backward import Passes
 from ._convert import to_caller_kind
 from ._errors import translate_backward
 from ._trace import (
@@ -70,7 +70,7 @@ def translated_backward(exc: RuntimeError, after: bool) -> Exception | None:
 
 def batched_pull(
     torch: Any,
-    pull: PullFn,
+    passes: Passes,
     outs: Sequence[Any],
     cotangents: Sequence[Any],
     inputs: Sequence[Any],
@@ -81,16 +81,18 @@ def batched_pull(
     the same length), under ``torch.func.vmap``; a loop of single passes if torch cannot
     batch it. Returns per input a batched gradient, or ``None`` where unused."""
 
+    pull = passes.pull
+
     def one(*rows: Any) -> tuple[Any, ...]:
         return tuple(pull(outs, rows, inputs, True, create_graph, plain))
 
+    n = int(cotangents[0].shape[0])
     try:
-        return list(torch.func.vmap(one)(*cotangents))
+        return passes.batched(one, cotangents, n)
     except RuntimeError as exc:
         if translate_backward(exc) is not None:
             raise
     # torch cannot batch some operation's backward: the same numbers, one row at a time
-    n = cotangents[0].shape[0]
     rows = [one(*[c[b] for c in cotangents]) for b in range(n)]
     stacked: list[Any] = []
     for k, x in enumerate(inputs):
@@ -137,13 +139,22 @@ class TorchPullback:
     """The pullback of one ``vjp`` call: ``pullback(cotangents, batched=False)`` (see
     ``adswitch.spec.Pullback``)."""
 
-    __slots__ = ("_inputs", "_leaves", "_nested", "_outs", "_plain", "_positions", "_pull",
-                 "_torch", "_which")
+    __slots__ = (
+        "_inputs",
+        "_leaves",
+        "_nested",
+        "_outs",
+        "_passes",
+        "_plain",
+        "_positions",
+        "_torch",
+        "_which",
+    )
 
     def __init__(
         self,
         torch: Any,
-        pull: PullFn,
+        passes: Passes,
         diffs: Sequence[Any],
         inputs: Sequence[Any],
         positions: Sequence[int],
@@ -152,7 +163,7 @@ class TorchPullback:
         plain: bool,
     ) -> None:
         self._torch = torch
-        self._pull = pull
+        self._passes = passes
         # Only outputs attached to the graph have a pullback; the others add nothing.
         self._which = [
             k for k, d in enumerate(diffs) if isinstance(d, torch.Tensor) and d.requires_grad
@@ -169,12 +180,25 @@ class TorchPullback:
         batch = _batch_of(cotangents) if batched else None
         cots = [as_tensor_like(torch, cotangents[k], y) for k, y in zip(self._which, self._outs)]
         grads = pull_grads(
-            torch, self._pull, self._outs, cots, self._inputs, self._nested, self._plain,
-            batch is not None, True,
+            torch,
+            self._passes,
+            self._outs,
+            cots,
+            self._inputs,
+            self._nested,
+            self._plain,
+            batch is not None,
+            True,
         )
         foreign = {storage_of(c) for c in cots}
         return finish_grads(
-            torch, grads, self._inputs, self._positions, self._leaves, self._nested, batch,
+            torch,
+            grads,
+            self._inputs,
+            self._positions,
+            self._leaves,
+            self._nested,
+            batch,
             foreign,
         )
 
@@ -184,7 +208,7 @@ class TorchPullback:
 
 def pull_grads(
     torch: Any,
-    pull: PullFn,
+    passes: Passes,
     outs: Sequence[Any],
     cots: Sequence[Any],
     inputs: Sequence[Any],
@@ -199,8 +223,8 @@ def pull_grads(
         return [None] * len(inputs)
     try:
         if batched:
-            return batched_pull(torch, pull, outs, cots, inputs, nested, plain)
-        return list(pull(outs, cots, inputs, True, nested, plain))
+            return batched_pull(torch, passes, outs, cots, inputs, nested, plain)
+        return list(passes.pull(outs, cots, inputs, True, nested, plain))
     except RuntimeError as exc:
         translated = translated_backward(exc, after)
         if translated is None:
@@ -218,7 +242,7 @@ def _batch_of(cotangents: Sequence[Any]) -> int:
 
 def vjp(
     torch: Any,
-    pull: PullFn,
+    passes: Passes,
     fn: OutputFn,
     leaves: Sequence[Any],
     active: Sequence[bool],
@@ -233,15 +257,13 @@ def vjp(
     diffs, out = run(torch, fn, t, copy_saved, strict, records)
     _distributed.refuse_synchronised(records, t.values, t.positions, "ad.vjp")
     write_back(torch, t)
-    pullback = TorchPullback(
-        torch, pull, diffs, t.inputs, t.positions, leaves, nested, t.plain
-    )
+    pullback = TorchPullback(torch, passes, diffs, t.inputs, t.positions, leaves, nested, t.plain)
     return [concrete(torch, o, t, leaves, nested, owned=True) for o in out], pullback
 
 
 def vjp_apply(
     torch: Any,
-    pull: PullFn,
+    passes: Passes,
     fn: OutputFn,
     leaves: Sequence[Any],
     active: Sequence[bool],
@@ -262,8 +284,15 @@ def vjp_apply(
     which = [k for k, d in enumerate(diffs) if isinstance(d, torch.Tensor) and d.requires_grad]
     batch = _batch_of(cots) if info.batched else None
     grads = pull_grads(
-        torch, pull, [diffs[k] for k in which], [cots[k] for k in which], t.inputs, nested,
-        t.plain, batch is not None, False,
+        torch,
+        passes,
+        [diffs[k] for k in which],
+        [cots[k] for k in which],
+        t.inputs,
+        nested,
+        t.plain,
+        batch is not None,
+        False,
     )
     write_back(torch, t)
     foreign = {storage_of(c) for c in cots if isinstance(c, torch.Tensor)}
@@ -290,7 +319,7 @@ def _seed_tensors(torch: Any, seed: SeedFn, diffs: Sequence[Any], info: CallInfo
     return made
 
 
-def _fits(tensor_type: type, seeds: list[Any], diffs: Sequence[Any], batched: bool) -> bool:
+def _fits(tensor_type: Any, seeds: list[Any], diffs: Sequence[Any], batched: bool) -> bool:
     """Whether seeds made for an earlier call of a prepared structure go with ``diffs``
     (outputs' types and shapes may still depend on the values f computes with)."""
     if len(seeds) != len(diffs):

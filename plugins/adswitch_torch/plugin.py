@@ -83,7 +83,7 @@ from adswitch.spec import (
 )
 
 from . import _forward, _reverse
-from ._backward import GradFn, PullFn, make_grad, make_pull
+from ._backward import Passes, make_passes
 from ._call import differentiate
 from ._convert import byte_range
 from ._distributed import BATCH
@@ -143,8 +143,7 @@ class TorchBackend(BackendBase):
         if copy_saved:
             self.capabilities = replace(self.capabilities, mutation=True, fresh_buffer_writes=True)
         self._torch: Any = None
-        self._grad: GradFn | None = None
-        self._pull: PullFn | None = None
+        self._passes: Passes | None = None
         self._namespace: Any = None
         self._trees_registered = False
 
@@ -152,8 +151,7 @@ class TorchBackend(BackendBase):
         torch = self._torch
         if torch is None:
             torch = self._loader.load()
-            self._grad = make_grad(torch)
-            self._pull = make_pull(torch)
+            self._passes = make_passes(torch)
             self._torch = torch
         return torch
 
@@ -182,20 +180,20 @@ class TorchBackend(BackendBase):
     ) -> tuple[list[Any], list[Any | None]]:
         """Differentiate ``fn``'s loss with respect to the active leaves (see module doc)."""
         torch = self._torch or self._engine()
-        grad = self._grad
-        assert grad is not None  # set together with self._torch
-        return differentiate(torch, grad, fn, leaves, active, info, self._copy_saved, self._strict)
+        passes = self._passes
+        assert passes is not None  # set together with self._torch
+        return differentiate(
+            torch, passes.grad, fn, leaves, active, info, self._copy_saved, self._strict
+        )
 
     def vjp(
         self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], Pullback]:
         """Run ``fn`` once and return its outputs and a reusable pullback (``_reverse``)."""
         torch = self._torch or self._engine()
-        pull = self._pull
-        assert pull is not None
-        return _reverse.vjp(
-            torch, pull, fn, leaves, active, info, self._copy_saved, self._strict
-        )
+        passes = self._passes
+        assert passes is not None
+        return _reverse.vjp(torch, passes, fn, leaves, active, info, self._copy_saved, self._strict)
 
     def vjp_apply(
         self,
@@ -207,10 +205,10 @@ class TorchBackend(BackendBase):
     ) -> tuple[list[Any], list[Any | None]]:
         """One run of ``fn`` and one (batched) backward pass along the seed (``_reverse``)."""
         torch = self._torch or self._engine()
-        pull = self._pull
-        assert pull is not None
+        passes = self._passes
+        assert passes is not None
         return _reverse.vjp_apply(
-            torch, pull, fn, leaves, active, seed, info, self._copy_saved, self._strict
+            torch, passes, fn, leaves, active, seed, info, self._copy_saved, self._strict
         )
 
     def jvp(
@@ -224,10 +222,10 @@ class TorchBackend(BackendBase):
         """Push ``tangents`` through ``fn``: forward AD, or reverse mode for batches
         (``_forward``)."""
         torch = self._torch or self._engine()
-        pull = self._pull
-        assert pull is not None
+        passes = self._passes
+        assert passes is not None
         return _forward.jvp(
-            torch, pull, fn, leaves, active, tangents, info, self._copy_saved, self._strict
+            torch, passes, fn, leaves, active, tangents, info, self._copy_saved, self._strict
         )
 
     def add_into(self, shadow: Any, grad: Any) -> None:
