@@ -19,6 +19,7 @@ thread, hence the lock; the numbers are the same either way.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,6 +56,21 @@ class _Held(threading.local):
 
 
 _held = _Held()
+_LOADED: list[bool] = []  # torch's decompositions for forward AD imported (once)
+
+
+def _load_decompositions(torch: Any) -> None:
+    """Import what torch's first ``make_dual`` imports, without its warning: torch 2.13
+    builds those decompositions with ``torch.jit.script``, which warns (a
+    ``DeprecationWarning`` about torch's own code, nothing the caller can act on)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=".*torch.jit.script.*", category=DeprecationWarning
+        )
+        load = getattr(torch.autograd.forward_ad, "_maybe_load_decompositions", None)
+        if load is not None:
+            load()
+    _LOADED.append(True)
 
 
 def jvp(
@@ -69,6 +85,8 @@ def jvp(
     strict: bool,
 ) -> tuple[list[Any], list[Any]]:
     """``Backend.jvp`` for torch (see the module doc)."""
+    if not _LOADED:
+        _load_decompositions(torch)
     if not info.batched and not _held.depth and _LEVEL_LOCK.acquire(blocking=False):
         try:
             level = torch.autograd.forward_ad.dual_level()
