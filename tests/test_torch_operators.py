@@ -355,3 +355,10 @@ def test_a_prepared_jacobian_and_hessian_keep_giving_the_right_numbers() -> None
             lambda z: softplus(z, torch.from_numpy(A)), torch.from_numpy(x)
         )
         np.testing.assert_allclose(hess(x, ad.Const(A))[0][0], oracle.numpy(), **F64)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_jacobian_of_a_python_float_output_is_zero(mode: str) -> None:
+    J = ad.jacobian(lambda x: (2.0, x * 3.0), np.ones(2), backend="torch", mode=mode)
+    np.testing.assert_array_equal(J[0][0], np.zeros(2))
+    np.testing.assert_array_equal(J[1][0], 3.0 * np.eye(2))

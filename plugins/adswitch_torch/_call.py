@@ -14,7 +14,8 @@ from . import _distributed
 from ._backward import SEED_POINTERS, GradFn
 from ._convert import to_caller_kind
 from ._errors import translate_backward
-from ._trace import concrete, own_memory, run, trace, write_back
+from ._results import concrete, own_memory
+from ._trace import run, trace, write_back
 
 __all__ = ["differentiate"]
 

@@ -32,17 +32,9 @@ from . import _distributed
 from ._backward import Passes
 from ._convert import to_caller_kind
 from ._foreign import to_jax
-from ._reverse import batched_pull, translated_backward
-from ._trace import (
-    Trace,
-    as_tensor_like,
-    concrete,
-    own_memory,
-    run,
-    storage_of,
-    trace,
-    write_back,
-)
+from ._pull import batched_pull, translated_backward
+from ._results import as_tensor_like, concrete, own_memory, storage_of
+from ._trace import Trace, run, trace, write_back
 
 __all__ = ["jvp"]
 

@@ -1,11 +1,8 @@
 """Reverse mode beyond a scalar loss: ``vjp`` (a reusable pullback) and ``vjp_apply``.
 
 ``f`` runs once on the traced leaves (``_trace``); a pullback is one backward pass with
-the cotangents as ``grad_outputs`` (``_backward.make_pull``), keeping the graph
-(``retain_graph``) so that it can run again. A batch of cotangents (a Jacobian's identity
-basis) is one backward pass under ``torch.func.vmap``, which measured 3x faster than
-``is_grads_batched`` (torch's older vmap) on a 64 x 64 Jacobian; should torch fail to
-batch an operation's backward, the batch runs as a loop of single passes (same numbers).
+the cotangents as ``grad_outputs`` (``_pull``), keeping the graph (``retain_graph``) so
+that it can run again; a batch of cotangents is one pass under vmap.
 
 A pullback owns what it needs: numpy leaves are copied into the graph (no version
 counter sees a write into a numpy array), outputs are handed out as copies, and a later
@@ -20,119 +17,17 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from adswitch.errors import MutationError
 from adswitch.spec import CallInfo, OutputFn, SeedFn
 
 from . import _distributed
 from ._backward import Passes
-from ._convert import to_caller_kind
-from ._errors import translate_backward
-from ._trace import (
-    as_tensor_like,
-    batched_result,
-    concrete,
-    own_memory,
-    run,
-    storage_of,
-    trace,
-    write_back,
-)
+from ._pull import pull_grads
+from ._results import as_tensor_like, concrete, finish_grads, storage_of
+from ._trace import run, trace, write_back
 
-__all__ = [
-    "TorchPullback",
-    "batched_pull",
-    "finish_grads",
-    "translated_backward",
-    "vjp",
-    "vjp_apply",
-]
+__all__ = ["TorchPullback", "vjp", "vjp_apply"]
 
 _SEEDS = "seeds"  # key of the converted seed tensors in a prepared call's slot
-
-_AFTER = (
-    "torch: a value this pullback needs was overwritten in place (torch says: {detail}) -- "
-    "either inside f after f used it, or after ad.vjp returned: an argument, a Const, or an "
-    "output of the call was written into. The result would be wrong, so none is returned. "
-    "Fix: write into a copy (x = xp.asarray(x, copy=True)), or call ad.vjp again after "
-    "the write."
-)
-
-
-def translated_backward(exc: RuntimeError, after: bool) -> Exception | None:
-    """The adswitch error for torch's error in a backward pass (``None``: not ours);
-    ``after``: the graph was recorded by an earlier call (a ``vjp``'s pullback)."""
-    translated = translate_backward(exc)
-    if translated is None or not after:
-        return translated
-    detail = str(exc).split("Hint:")[0].strip()
-    return MutationError(_AFTER.format(detail=detail))
-
-
-def batched_pull(
-    torch: Any,
-    passes: Passes,
-    outs: Sequence[Any],
-    cotangents: Sequence[Any],
-    inputs: Sequence[Any],
-    create_graph: bool,
-    plain: bool,
-) -> list[Any]:
-    """One backward pass per row of the cotangents (each with a leading batch axis of
-    the same length), under ``torch.func.vmap``; a loop of single passes if torch cannot
-    batch it. Returns per input a batched gradient, or ``None`` where unused."""
-
-    pull = passes.pull
-
-    def one(*rows: Any) -> tuple[Any, ...]:
-        return tuple(pull(outs, rows, inputs, True, create_graph, plain))
-
-    n = int(cotangents[0].shape[0])
-    try:
-        return passes.batched(one, cotangents, n)
-    except RuntimeError as exc:
-        if translate_backward(exc) is not None:
-            raise
-    # torch cannot batch some operation's backward: the same numbers, one row at a time
-    rows = [one(*[c[b] for c in cotangents]) for b in range(n)]
-    stacked: list[Any] = []
-    for k, x in enumerate(inputs):
-        column = [r[k] for r in rows]
-        if all(g is None for g in column):
-            stacked.append(None)
-        else:
-            zeros = torch.zeros_like(x, requires_grad=False)
-            stacked.append(torch.stack([zeros if g is None else g for g in column]))
-    return stacked
-
-
-def finish_grads(
-    torch: Any,
-    grads: Sequence[Any | None],
-    inputs: Sequence[Any],
-    positions: Sequence[int],
-    leaves: Sequence[Any],
-    nested: bool,
-    batch: int | None,
-    foreign: set[int],
-) -> list[Any | None]:
-    """Per leaf: ``None`` where inactive, else its gradient in the leaf's kind (zeros
-    where unused), batched with ``batch`` rows when ``batch`` is not ``None``."""
-    result: list[Any | None] = [None] * len(leaves)
-    unique: set[int] | None = set() if len(inputs) > 1 else None
-    tensor_type = torch.Tensor
-    for k, i in enumerate(positions):
-        g = grads[k]
-        x = inputs[k]
-        if g is None:
-            shape = x.shape if batch is None else (batch, *x.shape)
-            g = torch.zeros(shape, dtype=x.dtype, device=x.device)
-        g = own_memory(torch, g, nested, foreign, unique, by_storage=True)
-        leaf = leaves[i]
-        if batch is not None:
-            result[i] = batched_result(torch, g, leaf)
-        else:
-            result[i] = g if type(leaf) is tensor_type else to_caller_kind(torch, g, leaf, False)
-    return result
 
 
 class TorchPullback:
@@ -206,32 +101,6 @@ class TorchPullback:
         return f"<adswitch torch pullback of {len(self._outs)} output(s)>"
 
 
-def pull_grads(
-    torch: Any,
-    passes: Passes,
-    outs: Sequence[Any],
-    cots: Sequence[Any],
-    inputs: Sequence[Any],
-    nested: bool,
-    plain: bool,
-    batched: bool,
-    after: bool,
-) -> list[Any | None]:
-    """The backward pass of ``outs`` along ``cots`` (batched or not), torch's errors
-    translated (``after``: the graph was recorded by an earlier call, a ``vjp``)."""
-    if not outs or not inputs:
-        return [None] * len(inputs)
-    try:
-        if batched:
-            return batched_pull(torch, passes, outs, cots, inputs, nested, plain)
-        return list(passes.pull(outs, cots, inputs, True, nested, plain))
-    except RuntimeError as exc:
-        translated = translated_backward(exc, after)
-        if translated is None:
-            raise
-        raise translated from exc
-
-
 def _batch_of(cotangents: Sequence[Any]) -> int:
     for c in cotangents:
         shape = getattr(c, "shape", None)
@@ -301,8 +170,9 @@ def vjp_apply(
 
 
 def _seed_tensors(torch: Any, seed: SeedFn, diffs: Sequence[Any], info: CallInfo) -> list[Any]:
-    """The seed's cotangents as tensors like their outputs (``None`` for outputs that are
-    not tensors); kept in a prepared call's slot."""
+    """The seed's cotangents as tensors like their outputs (as the seed made them for
+    outputs that are not tensors: constants, which no backward pass sees); kept in a
+    prepared call's slot."""
     slot = info.prepared
     key: Hashable = (_SEEDS, info.batched)
     tensor_type = torch.Tensor
@@ -311,7 +181,7 @@ def _seed_tensors(torch: Any, seed: SeedFn, diffs: Sequence[Any], info: CallInfo
         if cached is not None and _fits(tensor_type, cached, diffs, info.batched):
             return cached  # type: ignore[no-any-return]
     made = [
-        as_tensor_like(torch, c, d) if isinstance(d, tensor_type) else None
+        as_tensor_like(torch, c, d) if isinstance(d, tensor_type) else c
         for c, d in zip(seed(diffs), diffs, strict=True)
     ]
     if slot is not None:
