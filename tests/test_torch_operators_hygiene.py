@@ -253,3 +253,19 @@ def test_a_jvp_inside_the_callers_own_forward_ad_level() -> None:
     with torch.autograd.forward_ad.dual_level():
         _, t = ad.jvp(layer, (x, ad.Const(W)), (v, None), backend="torch")
     np.testing.assert_allclose(t, slope(x, W) @ v, **F64)
+
+
+def test_a_detached_value_is_constant_in_every_mode() -> None:
+    # x.detach() holds a value constant for forward AD and reverse mode alike (unlike
+    # torch.no_grad(), which torch's forward AD ignores: see the plugin doc)
+    def f(x: Any) -> Any:
+        return x * (x.detach() * 2.0)
+
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    expected = torch.diag(2.0 * x)
+    for mode in ("reverse", "forward"):
+        torch.testing.assert_close(ad.jacobian(f, x, backend="torch", mode=mode)[0], expected)
+    e0 = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    torch.testing.assert_close(ad.jvp(f, (x,), (e0,), backend="torch")[1], expected @ e0)
+    (g,) = ad.vjp(f, x, backend="torch")[1](e0)
+    torch.testing.assert_close(g, expected.T @ e0)

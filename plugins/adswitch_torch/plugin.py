@@ -41,7 +41,11 @@ for them too:
       gradients behave as above); a batch of tangents (``jacobian(mode="forward")``), a
       jvp nested in another forward-AD jvp, or one while another thread holds torch's
       single forward-AD level, runs as the derivative of the pullback ``u -> J^T u``
-      (reverse mode, batched under vmap). Same numbers either way.
+      (reverse mode, batched under vmap). Same numbers either way -- with one known
+      limit: ``torch.no_grad()`` inside ``f`` holds values constant for reverse mode
+      (every operator but an unbatched ``jvp``), while torch's forward AD ignores it (as
+      ``torch.func.jvp`` does), so ``ad.jvp``/``ad.derivative`` differentiate through such
+      a block. Hold a value constant in every mode with ``x.detach()``.
 
 Capabilities: ``batching=True`` (one pass for a whole Jacobian or Hessian) and
 ``forward=False``. The forward AD above is a true forward mode, but ``forward`` tells the
