@@ -69,9 +69,15 @@ def test_default_mode_refuses_a_write_into_a_differentiated_argument(
 ) -> None:
     x = np.array([1.5, 2.0, 3.0])
     arg = x if kind == "numpy" else torch.tensor(x)
-    with pytest.raises(ad.MutationError, match="in-place write into an argument"):
+    if operator != "jvp":
+        with pytest.raises(ad.MutationError, match="in-place write into an argument"):
+            OPERATORS[operator](log_then_write, arg, np.array(0.8), "torch")
+        np.testing.assert_array_equal(np.asarray(arg), [1.5, 2.0, 3.0])  # refused before it
+        return
+    # forward AD lets the write through: refused after f, which left it as a plain call does
+    with pytest.raises(ad.MutationError, match="during a jvp"):
         OPERATORS[operator](log_then_write, arg, np.array(0.8), "torch")
-    np.testing.assert_array_equal(np.asarray(arg), [1.5, 2.0, 3.0])  # refused before the write
+    np.testing.assert_allclose(np.asarray(arg), [0.64, 2.0, 3.0], **F64)
 
 
 @pytest.mark.parametrize("operator", OPERATORS)
@@ -156,13 +162,12 @@ def test_a_pullback_refuses_after_its_tensor_argument_was_overwritten() -> None:
         pullback(torch.ones(3, dtype=torch.float64))
 
 
-def test_a_tensor_output_written_by_the_caller_leaves_the_pullback_alone() -> None:
+def test_a_tensor_output_written_by_the_caller_is_refused_by_the_pullback() -> None:
     x = torch.tensor(rng.standard_normal(3))
     y, pullback = ad.vjp(lambda x: ad.array_namespace(x).tanh(x), x, backend="torch")
-    y.zero_()
-    u = torch.tensor(rng.standard_normal(3))
-    (g,) = pullback(u)
-    torch.testing.assert_close(g, (1 - torch.tanh(x) ** 2) * u, **F64)
+    y.zero_()  # tanh saved its output: this is it
+    with pytest.raises(ad.MutationError, match="an output of the call"):
+        pullback(torch.tensor(rng.standard_normal(3)))
 
 
 def test_results_never_share_memory_with_cotangents_or_each_other() -> None:
@@ -269,3 +274,36 @@ def test_a_detached_value_is_constant_in_every_mode() -> None:
     torch.testing.assert_close(ad.jvp(f, (x,), (e0,), backend="torch")[1], expected @ e0)
     (g,) = ad.vjp(f, x, backend="torch")[1](e0)
     torch.testing.assert_close(g, expected.T @ e0)
+
+
+def test_a_jvp_refuses_a_write_into_the_callers_tensor_behind_an_argument() -> None:
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+
+    def f(z: Any) -> Any:
+        x.mul_(2.0)  # the caller's tensor itself, through a closure: z's data changes
+        return z * z
+
+    with pytest.raises(ad.MutationError, match="during a jvp"):
+        ad.jvp(f, (x,), (torch.ones(3, dtype=torch.float64),), backend="torch")
+
+
+def test_copy_saved_jvp_leaves_the_callers_tangent_alone() -> None:
+    x, v = np.array([1.5, 2.0, 3.0]), np.array([1.0, 1.0, 1.0])
+    _, t = ad.jvp(
+        log_then_write, (x, np.array(0.8)), (v, 1.0), backend=TorchBackend(copy_saved=True)
+    )
+    np.testing.assert_array_equal(v, [1.0, 1.0, 1.0])  # forward AD updated its own copy
+    # y0 = log(x0) s**2 after the write: d/dx0 (log x0) s**2 + d/ds log(x0) 2 s
+    np.testing.assert_allclose(t[0], 0.64 / 1.5 + np.log(1.5) * 1.6, **F64)
+    np.testing.assert_allclose(x, [0.64, 2.0, 3.0], **F64)
+
+
+def test_a_jvp_with_a_const_parameter_that_requires_grad() -> None:
+    lin = torch.nn.Linear(3, 2).double()
+    x, v = torch.randn(3, dtype=torch.float64), torch.randn(3, dtype=torch.float64)
+    _, t = ad.jvp(
+        lambda z, w: torch.tanh(w @ z), (x, ad.Const(lin.weight)), (v, None), backend="torch"
+    )
+    w = lin.weight.detach()
+    torch.testing.assert_close(t, (1 - torch.tanh(w @ x) ** 2) * (w @ v), **F64)
+    assert lin.weight.grad is None

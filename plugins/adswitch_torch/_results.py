@@ -80,19 +80,22 @@ def concrete(
     torch: Any, value: Any, t: Trace, leaves: Sequence[Any], nested: bool, owned: bool = False
 ) -> Any:
     """An output of ``f`` for the caller: detached at top level, in the caller's kind;
-    ``f``'s own argument given back as the caller's object. ``owned``: a copy, so that the
-    caller writing into it cannot change a graph that outlives the call (a pullback's)."""
+    ``f``'s own argument given back as the caller's object. ``owned``: the graph outlives
+    the call (a pullback's), so a numpy output is a copy -- a write into a numpy array
+    bumps no version counter, and the graph may have saved the tensor it views; a torch
+    output shares the graph's version counter, which refuses such a write when the
+    pullback runs."""
     if not isinstance(value, torch.Tensor):
         return value
     for traced, leaf in zip(t.values, leaves, strict=True):
         # f returned one of its arguments: give back the caller's own object.
         if value is traced:
             return leaf
+    kind = t.kind
     if not nested:
         value = value.detach()
-        if owned:
+        if owned and kind == "numpy":
             value = value.clone()
-    kind = t.kind
     if kind == "jax" and not value.requires_grad:
         return to_jax(torch, value, None)
     return to_caller_kind(torch, value, None, kind == "numpy")

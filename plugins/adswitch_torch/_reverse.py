@@ -4,10 +4,11 @@
 the cotangents as ``grad_outputs`` (``_pull``), keeping the graph (``retain_graph``) so
 that it can run again; a batch of cotangents is one pass under vmap.
 
-A pullback owns what it needs: numpy leaves are copied into the graph (no version
-counter sees a write into a numpy array), outputs are handed out as copies, and a later
-in-place write into a torch tensor the graph saved (an argument, a ``Const``) is caught by
-torch's version counter and becomes a ``MutationError`` saying what to do. In a nested
+A pullback owns what it needs: numpy leaves are copied into the graph and numpy outputs
+are handed out as copies (no version counter sees a write into a numpy array), and a
+later in-place write into a torch tensor the graph saved (an argument, a ``Const``, an
+output) is caught by torch's version counter and becomes a ``MutationError`` saying what
+to do. In a nested
 call (``depth > 0``) the backward pass builds its own graph (``create_graph``), so the
 results stay differentiable by the enclosing call.
 """

@@ -24,6 +24,8 @@ from ._convert import tensor_from_numpy
 from ._errors import mutated_argument, translate_forward
 from ._foreign import foreign_kind, from_jax, refuse
 from ._guard import CallGuard
+from ._modes import forward as forward_mode
+from ._modes import tangent_of
 
 __all__ = ["Trace", "run", "trace", "write_back"]
 
@@ -73,6 +75,7 @@ def trace(
     nested: bool,
     copy_saved: bool,
     own: bool = False,
+    forward: bool = False,
 ) -> Trace:
     """Make the tensors ``f`` runs on.
 
@@ -85,6 +88,9 @@ def trace(
         own: copy numpy leaves instead of sharing their memory: the graph outlives the
             call (a ``vjp``'s pullback), and a later write into a numpy array, which no
             version counter sees, must not change what it computes.
+        forward: a top-level forward-mode jvp: the active leaves' tensors do not require
+            grad (no reverse graph is recorded: a tenth of an mlp's jvp). torch then lets
+            ``f`` write into them; :func:`run` refuses such a write after ``f``.
 
     Returns:
         The :class:`Trace`.
@@ -98,6 +104,7 @@ def trace(
     versions: list[int] = []
     any_tensor = any_numpy = any_jax = False
     plain = True
+    grad = not forward
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, tensor_type):
             any_tensor = True
@@ -114,6 +121,10 @@ def trace(
                 # A fresh view: attached to the outer graph, but only uses through it
                 # count for this call (no confusion with the outer value in closures).
                 value = leaf.view_as(leaf)
+            elif forward:
+                value = leaf.detach()
+            elif nested and forward_mode.depth:
+                value = _traced_dual(torch, leaf)
             else:
                 value = leaf.detach().requires_grad_()
         elif isinstance(leaf, np.ndarray):
@@ -132,15 +143,15 @@ def trace(
                 continue
             if not shared:
                 copies.append((leaf, value))
-            if active[i]:
+            if active[i] and grad:
                 value.requires_grad_()
         elif isinstance(leaf, (float, np.generic)):
             if not active[i]:
                 continue
             if isinstance(leaf, np.generic):
-                value = torch.from_numpy(np.array(leaf)).requires_grad_()
+                value = torch.from_numpy(np.array(leaf)).requires_grad_(grad)
             else:
-                value = torch.tensor(leaf, dtype=torch.float64, requires_grad=True)
+                value = torch.tensor(leaf, dtype=torch.float64, requires_grad=grad)
         else:
             kind = foreign_kind(leaf)
             if kind is None:
@@ -149,7 +160,7 @@ def trace(
                 raise refuse(kind, i)
             any_jax = True
             value = from_jax(torch, leaf, i)
-            if active[i]:
+            if active[i] and grad:
                 value.requires_grad_()
         if active[i]:
             inputs.append(value)
@@ -165,6 +176,18 @@ def trace(
     # array leaf was a jax array, else numpy.
     kind = "torch" if any_tensor else "jax" if any_jax and not any_numpy else "numpy"
     return Trace(values, inputs, positions, versions, copies, written, plain, kind)
+
+
+def _traced_dual(torch: Any, leaf: Any) -> Any:
+    """The fresh tensor for a leaf of a call nested in a forward-mode jvp, where the leaf
+    may carry a tangent without requiring grad: ``detach()`` would drop the tangent, so
+    the primal is detached and the tangent attached again."""
+    tangent = tangent_of(torch, leaf)
+    if tangent is None:
+        return leaf.detach().requires_grad_()
+    forward_ad = torch.autograd.forward_ad
+    primal = forward_ad.unpack_dual(leaf).primal.detach().requires_grad_()
+    return forward_ad.make_dual(primal, tangent)
 
 
 def _owned_numpy(torch: Any, array: np.ndarray) -> tuple[Any, bool]:
@@ -215,7 +238,8 @@ def run(
     inputs, versions = t.inputs, t.versions
     for k in range(len(inputs)):
         if inputs[k]._version != versions[k]:
-            raise mutated_argument(t.positions[k])
+            # an input that does not require grad: a forward-mode jvp's, written through
+            raise mutated_argument(t.positions[k], after=not inputs[k].requires_grad)
     return result
 
 

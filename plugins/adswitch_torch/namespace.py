@@ -40,6 +40,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ._modes import forward, tangent_of
+
 __all__ = ["exact_pow", "float64_namespace"]
 
 _NAMESPACE: types.ModuleType | None = None
@@ -68,7 +70,8 @@ def exact_pow() -> Callable[[Any, Any], Any]:
 
     Returns:
         ``exact(x1, x2)``: ``x1 ** x2`` with the exact rule when ``x2`` is a tensor that
-        requires grad (grad mode on) and the result is real floating, else
+        requires grad (grad mode on) or carries a tangent of a forward-mode jvp
+        (``_modes``), and the result is real floating, else
         ``NotImplemented`` (the caller then runs torch's own ``pow``). ``x1`` may be a
         tensor, a Python number or a numpy array. ``xp.pow`` and, inside adswitch calls,
         the ``**`` operator (``_guard``) use it.
@@ -142,7 +145,11 @@ def _build_exact_pow() -> Callable[[Any, Any], Any]:
             return tangent
 
     def exact(x1: Any, x2: Any) -> Any:
-        if not (isinstance(x2, tensor_type) and x2.requires_grad and grad_enabled()):
+        if not isinstance(x2, tensor_type):
+            return NotImplemented
+        if not (x2.requires_grad and grad_enabled()) and not (
+            forward.depth and tangent_of(torch, x2) is not None  # a forward-mode jvp's
+        ):
             return NotImplemented
         base = x1
         if isinstance(base, (bool, int, float)):  # a Python number: no float32 detour

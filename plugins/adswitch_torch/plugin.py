@@ -27,9 +27,10 @@ for them too:
       cotangents as ``grad_outputs`` on the kept graph, as often as it is called; a batch
       of cotangents is one pass under ``torch.func.vmap`` (a loop if torch cannot batch an
       operation's backward). The pullback owns what it needs: numpy leaves are copied
-      into the graph, outputs are handed out as copies, and a later in-place write into a
-      tensor the graph saved (an argument, a ``Const``) is a ``MutationError`` when the
-      pullback runs (torch's version counter), never a changed result. Known limit: a
+      into the graph, numpy outputs are handed out as copies, and a later in-place write
+      into a tensor the graph saved (an argument, a ``Const``, an output) is a
+      ``MutationError`` when the pullback runs (torch's version counter), never a changed
+      result. Known limit: a
       numpy array ``f`` wraps itself (``xp.asarray(c)`` of a captured array) shares its
       memory with the graph; writing into it before calling the pullback changes the
       pullback's result -- pass such data as an argument (``ad.Const(c)``).
@@ -37,8 +38,10 @@ for them too:
       basis, batched); in a prepared call the seed's tensors are made once
       (``CallInfo.prepared``).
     * ``jvp`` (``_forward``): one tangent per leaf runs torch's forward AD on the traced
-      leaves (dual tensors that also require grad, so that writes, ``float(x)`` and inner
-      gradients behave as above); a batch of tangents (``jacobian(mode="forward")``), a
+      leaves, made dual tensors carrying copies of the tangents (at top level they do
+      not require grad: no reverse graph is recorded; ``float(x)``, ``x.numpy()`` and the
+      exact ``**`` are guarded for values carrying a tangent as for values that require
+      grad, and a call nested in the jvp keeps its leaves' tangents); a batch of tangents (``jacobian(mode="forward")``), a
       jvp nested in another forward-AD jvp, or one while another thread holds torch's
       single forward-AD level, runs as the derivative of the pullback ``u -> J^T u``
       (reverse mode, batched under vmap). Same numbers either way -- with one known
@@ -85,9 +88,11 @@ Writes into the argument of a nested call still raise ``MutationError``.
 Mutation in the other primitives: ``vjp``, ``vjp_apply`` and a batched ``jvp`` behave as
 ``value_and_grad`` in both modes (a write into a saved value surfaces when the backward
 pass runs: in ``vjp``'s case when the pullback is first called). An unbatched ``jvp`` in
-the default mode refuses writes into its differentiated arguments the same way; writes
-into fresh buffers, which torch's forward AD differentiates as they are, give finite
-differences' numbers there.
+the default mode refuses writes into its differentiated arguments too, but after ``f``
+(torch's forward AD lets them through: the caller's array then holds the write, as a
+plain call of ``f`` leaves it; the caller's tangent is never written); writes into fresh
+buffers, which forward AD differentiates as they are, give finite differences' numbers
+there. With ``copy_saved=True`` it differentiates every top-level write.
 
 Data-parallel models and the operators: ``value_and_grad`` gives DDP's average (above);
 every other primitive -- ``ad.vjp``, ``ad.jvp``, ``ad.jacobian``, ``ad.hessian``,
