@@ -162,3 +162,69 @@ def test_exact_power_tangent_in_the_exponent() -> None:
     v = np.array([1.0, -0.5, 2.0])
     _, t = ad.jvp(lambda b_, e_: b_**e_, (b, e), (np.zeros(3), v), backend="torch")
     np.testing.assert_allclose(t, b**e * np.log(b) * v, **F64)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "tensor"])
+def test_inner_results_that_carry_only_the_jvps_tangent_stay_traced(kind: str) -> None:
+    # The inner operators differentiate with respect to a numpy array; their results
+    # depend on the jvp only through the closure w (no inner leaf): d/dw of grad = v.
+    data = np.array([1.0, 2.0, 3.0])
+
+    def inner(w: Any) -> Any:
+        xp = ad.array_namespace(w)
+        (g,) = ad.gradient(lambda x: xp.sum(w * x), data)  # = w
+        J = ad.jacobian(lambda x: w * x, data, mode="reverse")[0]  # = diag(w)
+        (p,) = ad.vjp(lambda x: w * x, data)[1](np.ones(3))  # = w
+        return g + xp.sum(J, axis=0) + p
+
+    w, v = np.array([0.5, 1.5, 2.5]), np.array([1.0, -2.0, 0.5])
+    conv = (lambda a: a) if kind == "numpy" else torch.from_numpy
+    y, t = ad.jvp(inner, (conv(w),), (conv(v),), backend="torch")
+    assert isinstance(t, np.ndarray if kind == "numpy" else torch.Tensor)
+    np.testing.assert_allclose(np.asarray(y), 3 * w, **F64)
+    np.testing.assert_allclose(np.asarray(t), 3 * v, **F64)
+
+
+# Nested operator combinations against the built-in tape engine (an independent engine
+# that derives every operator from its gradients): each function maps x (3,) to an array.
+def _phi(z: Any) -> Any:
+    xp = ad.array_namespace(z)
+    return xp.sin(z) * xp.exp(0.3 * z) + z[0] * z**2
+
+
+def _scalar(z: Any) -> Any:
+    return ad.array_namespace(z).sum(_phi(z) ** 2)
+
+
+COMBINATIONS: dict[str, Any] = {
+    "jvp(gradient)": lambda x: ad.jvp(lambda z: ad.gradient(_scalar, z)[0], (x,), (x * 0 + 1,))[1],
+    "jvp(jvp)": lambda x: ad.jvp(lambda z: ad.jvp(_phi, (z,), (z,))[1], (x,), (x,))[1],
+    "gradient(jvp)": lambda x: ad.gradient(
+        lambda z: ad.array_namespace(z).sum(ad.jvp(_phi, (z,), (z * z,))[1] ** 2), x
+    )[0],
+    "jvp(jacobian reverse)": lambda x: ad.jvp(
+        lambda z: ad.jacobian(_phi, z, mode="reverse")[0], (x,), (x,)
+    )[1],
+    "jvp(jacobian forward)": lambda x: ad.jvp(
+        lambda z: ad.jacobian(_phi, z, mode="forward")[0], (x,), (x,)
+    )[1],
+    "jacobian forward(vjp)": lambda x: ad.jacobian(
+        lambda z: ad.vjp(_phi, z)[1](z)[0], x, mode="forward"
+    )[0],
+    "jvp(hvp)": lambda x: ad.jvp(lambda z: ad.hvp(_scalar, (z,), (z,))[0], (x,), (x,))[1],
+    "jvp(hessian)": lambda x: ad.jvp(lambda z: ad.hessian(_scalar, z)[0][0], (x,), (x,))[1],
+    "hessian(jvp)": lambda x: ad.hessian(
+        lambda z: ad.array_namespace(z).sum(ad.jvp(_phi, (z,), (z,))[1]), x
+    )[0][0],
+}
+
+
+@pytest.mark.parametrize("name", COMBINATIONS)
+def test_nested_combinations_match_the_tape_engine(name: str) -> None:
+    x = np.array([0.4, -0.7, 1.1])
+    with ad.use("tape"):
+        expected = COMBINATIONS[name](x)
+    with ad.use("torch"):
+        got = COMBINATIONS[name](x)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)

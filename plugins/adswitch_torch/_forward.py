@@ -38,7 +38,7 @@ from . import _distributed
 from ._backward import Passes
 from ._convert import to_caller_kind
 from ._foreign import to_jax
-from ._modes import forward
+from ._modes import forward, traced
 from ._pull import batched_pull, translated_backward
 from ._results import as_tensor_like, concrete, own_memory, storage_of
 from ._trace import Trace, run, trace, write_back
@@ -226,7 +226,7 @@ def _finish(
 
 
 def _in_kind(torch: Any, tangent: Any, kind: str) -> Any:
-    if tangent.requires_grad or kind == "torch":
+    if kind == "torch" or traced(torch, tangent):
         return tangent
     if kind == "jax":
         return to_jax(torch, tangent, None)

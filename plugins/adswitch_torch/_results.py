@@ -13,6 +13,7 @@ from adswitch.errors import UnsupportedError
 
 from ._convert import tensor_from_numpy, to_caller_kind
 from ._foreign import foreign_kind, from_jax, to_jax
+from ._modes import traced
 from ._trace import Trace
 
 __all__ = [
@@ -66,7 +67,7 @@ def own_memory(
 def batched_result(torch: Any, g: Any, like: Any) -> Any:
     """A result with a leading batch axis in ``like``'s kind: a numpy array for numpy
     leaves and for Python or numpy floats (their batch is a 1-d array)."""
-    if g.requires_grad or isinstance(like, torch.Tensor):
+    if isinstance(like, torch.Tensor) or traced(torch, g):
         return g
     if isinstance(like, (np.ndarray, float, np.generic)):
         return to_caller_kind(torch, g, None, True)
@@ -87,16 +88,16 @@ def concrete(
     pullback runs."""
     if not isinstance(value, torch.Tensor):
         return value
-    for traced, leaf in zip(t.values, leaves, strict=True):
+    for seen_by_f, leaf in zip(t.values, leaves, strict=True):
         # f returned one of its arguments: give back the caller's own object.
-        if value is traced:
+        if value is seen_by_f:
             return leaf
     kind = t.kind
     if not nested:
         value = value.detach()
         if owned and kind == "numpy":
             value = value.clone()
-    if kind == "jax" and not value.requires_grad:
+    if kind == "jax" and not traced(torch, value):
         return to_jax(torch, value, None)
     return to_caller_kind(torch, value, None, kind == "numpy")
 

@@ -41,9 +41,10 @@ for them too:
       leaves, made dual tensors carrying copies of the tangents (at top level they do
       not require grad: no reverse graph is recorded; ``float(x)``, ``x.numpy()`` and the
       exact ``**`` are guarded for values carrying a tangent as for values that require
-      grad, and a call nested in the jvp keeps its leaves' tangents); a batch of tangents (``jacobian(mode="forward")``), a
-      jvp nested in another forward-AD jvp, or one while another thread holds torch's
-      single forward-AD level, runs as the derivative of the pullback ``u -> J^T u``
+      grad, and a call nested in the jvp keeps its leaves' tangents, its results tensors);
+      a batch of tangents (``jacobian(mode="forward")``), a jvp nested in another
+      forward-AD jvp, or one while another thread holds torch's single forward-AD level,
+      runs as the derivative of the pullback ``u -> J^T u``
       (reverse mode, batched under vmap). Same numbers either way -- with one known
       limit: ``torch.no_grad()`` inside ``f`` holds values constant for reverse mode
       (every operator but an unbatched ``jvp``), while torch's forward AD ignores it (as
@@ -143,6 +144,7 @@ from ._convert import byte_range
 from ._distributed import BATCH
 from ._foreign import KINDS
 from ._grads import attach, check_still_grad, grad_of
+from ._modes import traced
 
 __all__ = ["TorchBackend", "adswitch_backend"]
 
@@ -285,7 +287,7 @@ class TorchBackend(BackendBase):
     def add_into(self, shadow: Any, grad: Any) -> None:
         """``shadow += grad`` in place, on the shadow's device (never through the host)."""
         torch = self._torch
-        if torch is not None and isinstance(grad, torch.Tensor) and grad.requires_grad:
+        if torch is not None and isinstance(grad, torch.Tensor) and traced(torch, grad):
             # Only a nested call's gradient is attached; the front end refuses Duplicated
             # there. Writing it into a shadow would silently drop the outer derivative.
             raise UnsupportedError(
