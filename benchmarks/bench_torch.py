@@ -9,9 +9,13 @@ keep every contender under the same load):
   on tensors that already require grad;
 * ``engine``: ``TorchBackend.value_and_grad`` called with a hand-written ``fn`` --
   the plugin's cost without the front end;
-* ``adswitch``: ``ad.gradient(loss, ..., backend="torch")`` -- everything.
+* ``adswitch``: ``ad.gradient(loss, ..., backend="torch")`` -- everything;
+* ``prepared``: the same call through ``ad.prepare(ad.gradient, loss, ...)``, prepared once
+  before timing (the structure checked once; the engine keeps what it can in
+  ``CallInfo.prepared``).
 
-The ratios ``engine/torch`` and ``adswitch/torch`` are ratios of median call times;
+The ratios ``engine/torch``, ``adswitch/torch`` and ``prepared/torch`` are ratios of median
+call times;
 "10% quantiles" is the same ratio on the fastest tenth of the calls (what the code
 costs when nothing else runs); "front end" is ``adswitch - engine``, what the front end
 costs.
@@ -46,6 +50,7 @@ import adswitch as ad
 from adswitch.spec import CallInfo
 
 TARGETS = {"tiny": 1.15, "mlp": 1.03, "wide": 1.03}
+PREPARED_TARGETS = {"tiny": 1.05, "mlp": 1.02}
 KEEP_HEAP = False
 DEVICE = os.environ.get("BENCH_TORCH_DEVICE", "cpu")
 
@@ -140,11 +145,22 @@ def contenders(name: str) -> dict[str, Callable[[], Any]]:
     def front() -> Any:
         return ad.gradient(loss, first, *consts, backend="torch")
 
+    prep = ad.prepare(ad.gradient, loss, first, *consts, backend="torch")
+
+    def prepared() -> Any:
+        return prep(first, *consts)
+
     # Same numbers from every contender before timing anything.
     expected = raw()
-    got = front()[0]
-    results = [[got[k] for k in keys] if keys else [got]]
-    timed = {"torch": synchronized(raw), "adswitch": synchronized(front)}
+    results = []
+    for call in (front, prepared):
+        got = call()[0]
+        results.append([got[k] for k in keys] if keys else [got])
+    timed = {
+        "torch": synchronized(raw),
+        "adswitch": synchronized(front),
+        "prepared": synchronized(prepared),
+    }
     if name not in RAW_LOSSES:
         results.append(engine()[1][:n])
         timed["engine"] = synchronized(engine)
@@ -212,9 +228,14 @@ def table(names: list[str], seconds: float) -> None:
         low = {k: quantile(v, 0.1) for k, v in samples.items()}
         base = med["torch"]
         ratio = med["adswitch"] / base
+        prepared = med["prepared"] / base
         engine = med.get("engine")
         target = TARGETS.get(name)
         verdict = "" if target is None else ("ok" if ratio <= target else "over")
+        prepared_target = PREPARED_TARGETS.get(name)
+        prepared_verdict = (
+            "" if prepared_target is None else ("ok" if prepared <= prepared_target else "over")
+        )
         rows.append(
             [
                 name,
@@ -227,6 +248,10 @@ def table(names: list[str], seconds: float) -> None:
                 f"{low['adswitch'] / low['torch']:.3f}",
                 fmt_seconds(max(med["adswitch"] - engine, 0.0)) if engine else "-",
                 f"≤ {target} {verdict}" if target else "-",
+                fmt_seconds(med["prepared"]),
+                f"{prepared:.3f}",
+                f"{low['prepared'] / low['torch']:.3f}",
+                f"≤ {prepared_target} {prepared_verdict}" if prepared_target else "-",
             ]
         )
     print(
@@ -245,6 +270,10 @@ def table(names: list[str], seconds: float) -> None:
             "same, 10% quantiles",
             "front end",
             "target",
+            "prepared",
+            "prepared/torch",
+            "same, 10% quantiles",
+            "prepared target",
         ],
         rows,
     )

@@ -190,6 +190,40 @@ def _rank_main(rank: int, port: int) -> dict[str, Any]:
     w = distribute_tensor(torch.ones(4, 3), mesh, [Replicate()])
     out["dtensor"] = _refusal(lambda: ad.gradient(lambda w: (w * w).sum(), w, backend="torch"))
 
+    # Operators other than gradients: refused while DDP synchronises (DDP defines only the
+    # averaged gradient of a loss), this rank's local result inside no_sync.
+    from adswitch_torch import functional_module
+
+    def forward(m: Any, x: Any) -> Any:
+        return m(x)
+
+    names = [name for name, _ in model.named_parameters()]
+    tangent = functional_module(model, {n: torch.ones_like(p) for n, p in model.named_parameters()})
+    operators = {
+        "vjp": lambda: ad.vjp(forward, model, ad.Const(x), backend="torch"),
+        "jvp": lambda: ad.jvp(forward, (model, ad.Const(x)), (tangent, None), backend="torch"),
+        "jacobian_reverse": lambda: ad.jacobian(
+            forward, model, ad.Const(x), backend="torch", mode="reverse"
+        ),
+        "jacobian_forward": lambda: ad.jacobian(
+            forward, model, ad.Const(x), backend="torch", mode="forward"
+        ),
+        "hessian": lambda: ad.hessian(_loss, model, *c, backend="torch"),
+        "hvp": lambda: ad.hvp(_loss, (model, *c), (tangent, None, None), backend="torch"),
+    }
+    out["operators"] = {name: _refusal(call) for name, call in operators.items()}
+    local = {n: p.detach() for n, p in model.module.named_parameters()}
+    oracle = torch.func.jacrev(lambda p: torch.func.functional_call(model.module, p, (x,)))(local)
+    with model.no_sync():
+        for mode in ("reverse", "forward"):
+            J = ad.jacobian(forward, model, ad.Const(x), backend="torch", mode=mode)[0]
+            out[f"no_sync_jacobian_{mode}"] = {n: J[n].tolist() for n in names}
+        _, t = ad.jvp(forward, (model, ad.Const(x)), (tangent, None), backend="torch")
+        out["no_sync_jvp"] = t.tolist()
+    out["no_sync_jacobian_oracle"] = {f"module.{n}": v.tolist() for n, v in oracle.items()}
+    # the tangent is all ones: J t sums each block over its parameter axes
+    out["no_sync_jvp_oracle"] = sum(v.flatten(2).sum(-1) for v in oracle.values()).tolist()
+
     # DDP still trains after all of it.
     out["after"] = _oracle(model, x, y)
     (g, _, _) = ad.gradient(_loss, model, *c, backend="torch")
@@ -310,6 +344,29 @@ def test_a_ddp_inside_a_module_argument(ranks: list[dict[str, Any]]) -> None:
     # DDP's parameters averaged (equal on both ranks), the holder's own one local
     assert ranks[0]["held"]["net.module.weight"] == ranks[1]["held"]["net.module.weight"]
     assert ranks[0]["held"]["scale"] != ranks[1]["held"]["scale"]
+
+
+def test_other_operators_are_refused_while_ddp_synchronises(ranks: list[dict[str, Any]]) -> None:
+    for r in ranks:
+        for name, message in r["operators"].items():
+            assert message.startswith("UnsupportedError"), (name, message)
+            assert "DistributedDataParallel" in message, (name, message)
+
+
+def test_other_operators_give_the_local_result_inside_no_sync(
+    ranks: list[dict[str, Any]],
+) -> None:
+    for r in ranks:
+        for mode in ("reverse", "forward"):
+            _close(r[f"no_sync_jacobian_{mode}"], r["no_sync_jacobian_oracle"], rtol=1e-5)
+        torch.testing.assert_close(
+            torch.tensor(r["no_sync_jvp"]),
+            torch.tensor(r["no_sync_jvp_oracle"]),
+            rtol=1e-5,
+            atol=1e-6,
+        )
+    # local: the ranks' data differ, so do their Jacobians
+    assert ranks[0]["no_sync_jvp"] != ranks[1]["no_sync_jvp"]
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import numpy as np
 from adswitch.errors import UnsupportedError
 
 from ._foreign import foreign_kind, to_jax
+from ._modes import traced
 
 __all__ = ["byte_range", "numpy_of", "tensor_from_numpy", "to_caller_kind"]
 
@@ -50,8 +51,9 @@ def tensor_from_numpy(torch: Any, array: np.ndarray) -> tuple[Any, bool]:
 def to_caller_kind(torch: Any, value: Any, like: Any, numpy_out: bool) -> Any:
     """A concrete copy-free version of tensor ``value`` in the kind of ``like``.
 
-    A tensor still attached to an enclosing differentiation (``requires_grad``; only in
-    nested calls) stays a tensor: converting it would silently drop the outer derivative.
+    A tensor still attached to an enclosing differentiation (it requires grad, or carries
+    a forward-mode jvp's tangent; only in nested calls) stays a tensor: converting it would
+    silently drop the outer derivative.
 
     Args:
         torch: the imported torch module.
@@ -63,7 +65,7 @@ def to_caller_kind(torch: Any, value: Any, like: Any, numpy_out: bool) -> Any:
     Returns:
         The value as a numpy array, tensor or float.
     """
-    if value.requires_grad:
+    if traced(torch, value):
         return value
     if isinstance(like, torch.Tensor):
         return value

@@ -51,6 +51,7 @@ __all__ = [
     "is_dtensor",
     "local_forward",
     "note",
+    "refuse_synchronised",
 ]
 
 BATCH = "_adswitch_ddp_batch"  # attribute of an averaged gradient: its ShadowBatch
@@ -210,6 +211,29 @@ def average(
             grads[k] = g
         batches.append(batch)
     return batches
+
+
+def refuse_synchronised(
+    records: Sequence[DDPArgument], values: Sequence[Any], positions: Sequence[int], what: str
+) -> None:
+    """``UnsupportedError`` for a synchronising DDP argument differentiated by an operator
+    other than a gradient (a pullback, a Jacobian, a Hessian, a tangent).
+
+    DDP defines one derivative: the gradient of each rank's loss, averaged over the process
+    group by ``loss.backward()``. A Jacobian, a pullback of arbitrary cotangents or a
+    tangent has no DDP meaning (averaging it would differ by mode; not averaging it would
+    differ from what the gradient gets), so it is refused while DDP synchronises; inside
+    ``model.no_sync()`` every operator gives this rank's local result, as DDP's backward does.
+    """
+    for record in records:
+        if record.sync and any(id(values[i]) in record.synced for i in positions):
+            raise UnsupportedError(
+                f"torch: {what} differentiates a DistributedDataParallel module while it "
+                f"synchronises gradients; DDP averages only the gradient of a loss over its "
+                f"process group (ad.gradient and ad.withgradient do so), and a pullback, "
+                f"Jacobian, Hessian or tangent has no such average. Fix: call it inside "
+                f"model.no_sync() (this rank's local result), or differentiate model.module."
+            )
 
 
 def _all_reduce_mean(torch: Any, tensors: list[Any], group: Any) -> list[Any]:

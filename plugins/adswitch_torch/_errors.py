@@ -183,13 +183,21 @@ def translate_backward(exc: BaseException) -> Exception | None:
     return None
 
 
-def mutated_argument(index: int) -> MutationError:
+def mutated_argument(index: int, after: bool = False) -> MutationError:
     """The error for a differentiated argument whose data ``f`` changed in place.
 
     torch lets such writes through under ``torch.no_grad()``, through ``.data``, or into
     a view of a nested call's traced argument; the recorded gradient would then belong
-    to the overwritten value.
+    to the overwritten value. ``after``: a forward-mode jvp, whose arguments torch lets
+    ``f`` write into at all -- the write is found after ``f`` (the caller's array holds it,
+    as a plain call of ``f`` leaves it), and refused as every other operator refuses it.
     """
+    if after:
+        return MutationError(
+            f"torch: f wrote in place into differentiated leaf #{index} during a jvp (the "
+            f"caller's array holds the write, as a plain call of f leaves it); adswitch's "
+            f"torch engine refuses such writes in every operator. {_FIX_COPY}{_FIX_MODE}"
+        )
     return MutationError(
         f"torch: f wrote in place into differentiated leaf #{index} (under torch.no_grad(), "
         f"through .data, or through a view), so torch's recorded gradient would describe "

@@ -1,12 +1,17 @@
 """What changes on ``torch.Tensor`` while ``f`` runs in an adswitch call (tracked per thread).
 
 Float conversions: ``float(x)``, ``x.item()`` and ``x.tolist()`` on a floating tensor that
-requires grad return plain Python numbers; torch then treats them as constants (it only
+requires grad (or carries a tangent of a forward-mode jvp, ``_modes``) return plain Python
+numbers; torch then treats them as constants (it only
 warns), so the gradient silently misses every path through them. Every other engine
 refuses, and so does this one: in a strict call (``TorchBackend(strict=True)``, the
 default) those three methods raise ``UnsupportedError`` for such tensors.
 Integer and boolean conversions stay allowed: ``int(x)``/``bool(x > 0)`` are piecewise
 constant, so treating them as constants is exact.
+
+``x.numpy()`` of a tensor carrying a forward-mode tangent (a jvp's values do not require
+grad, see ``_forward``) fails while ``f`` runs, as torch fails it for a tensor that
+requires grad: numpy would drop the tangent.
 
 Powers: torch's derivative of ``b ** e`` with respect to ``b`` is masked to 0 where
 ``e == 0``, so nested derivatives with respect to a differentiated ``e`` are silently
@@ -38,6 +43,7 @@ from typing import Any
 from adswitch.errors import UnsupportedError
 
 from ._errors import caller_line
+from ._modes import forward, tangent_of
 
 __all__ = ["CallGuard"]
 
@@ -87,7 +93,8 @@ def _install(torch: Any) -> None:
             ("item", "x.item()"),
             ("tolist", "x.tolist()"),
         ):
-            setattr(tensor, name, _guarded(getattr(tensor, name), what))
+            setattr(tensor, name, _guarded(torch, getattr(tensor, name), what))
+        tensor.numpy = _numpy_guarded(torch, tensor.numpy)
         exact = exact_pow()
         tensor.__pow__ = _operator(tensor.__pow__, exact, reflected=False)
         bases = (int, float, tensor)  # bool is an int; numpy's float64 a float
@@ -105,9 +112,13 @@ def _like(method: Any, original: Any, what: str) -> Any:
     return method
 
 
-def _guarded(original: Any, what: str) -> Any:
+def _guarded(torch: Any, original: Any, what: str) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if getattr(_state, "strict", 0) and self.requires_grad and self.is_floating_point():
+        if (
+            getattr(_state, "strict", 0)
+            and (self.requires_grad or (forward.depth and tangent_of(torch, self) is not None))
+            and self.is_floating_point()
+        ):
             raise UnsupportedError(
                 f"torch: {what} turns a value being differentiated into a Python "
                 f"number{caller_line()}, which torch treats as a constant: the gradient would "
@@ -117,6 +128,29 @@ def _guarded(original: Any, what: str) -> Any:
         return original(self, *args, **kwargs)
 
     return _like(method, original, what)
+
+
+def _numpy_guarded(torch: Any, original: Any) -> Any:
+    """``x.numpy()`` (and so ``np.asarray(x)``, numpy functions on ``x``) of a tensor that
+    carries a forward-mode tangent fails as torch fails it for a tensor that requires grad
+    (the same words, so ``_errors`` names the numpy function and the ``xp`` one to use):
+    the tangent would be silently dropped."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if (
+            forward.depth
+            and getattr(_state, "depth", 0)
+            and not self.requires_grad
+            and not kwargs.get("force", False)
+            and tangent_of(torch, self) is not None
+        ):
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad (it carries the "
+                "tangent of a forward-mode jvp)."
+            )
+        return original(self, *args, **kwargs)
+
+    return _like(method, original, "numpy")
 
 
 def _exponent(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -40,6 +40,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ._modes import forward, tangent_of
+
 __all__ = ["exact_pow", "float64_namespace"]
 
 _NAMESPACE: types.ModuleType | None = None
@@ -68,7 +70,8 @@ def exact_pow() -> Callable[[Any, Any], Any]:
 
     Returns:
         ``exact(x1, x2)``: ``x1 ** x2`` with the exact rule when ``x2`` is a tensor that
-        requires grad (grad mode on) and the result is real floating, else
+        requires grad (grad mode on) or carries a tangent of a forward-mode jvp
+        (``_modes``), and the result is real floating, else
         ``NotImplemented`` (the caller then runs torch's own ``pow``). ``x1`` may be a
         tensor, a Python number or a numpy array. ``xp.pow`` and, inside adswitch calls,
         the ``**`` operator (``_guard``) use it.
@@ -87,38 +90,66 @@ def _build_exact_pow() -> Callable[[Any, Any], Any]:
     as_tensor = torch.as_tensor
     result_type = torch.result_type
 
+    def base_slope(base: Any, exponent: Any) -> Any:
+        # d/db b**e = e b**(e-1); b**0 is constant (also at b == 0, where e b**-1 would be
+        # 0 * inf): 0 there, with a safe base so no nan leaks into the derivatives of the
+        # unselected branch.
+        flat = (base == 0) & (exponent == 0)
+        safe = torch.where(flat, 1.0, base)
+        powered = _Pow.apply(safe, exponent - 1)  # type: ignore[no-untyped-call]
+        return torch.where(flat, 0.0, exponent * powered)
+
+    def exponent_slope(base: Any, exponent: Any, out: Any) -> Any:
+        # d/de b**e = b**e log b; 0**e is 0 for e > 0 (1 at e == 0): 0 there, as torch.
+        flat = (base == 0) & (exponent >= 0)
+        safe = torch.where(flat, 1.0, base)
+        return torch.where(flat, 0.0, out * torch.log(safe))
+
     class _Pow(torch.autograd.Function):
-        """``torch.pow`` with a derivative rule that is right at ``e == 0`` to every order."""
+        """``torch.pow`` with a derivative rule that is right at ``e == 0`` to every order,
+        in reverse mode (``backward``), forward mode (``jvp``) and under ``torch.func.vmap``
+        (the batched pullbacks of ``_reverse``)."""
+
+        generate_vmap_rule = True
 
         @staticmethod
-        def forward(ctx: Any, base: Any, exponent: Any) -> Any:
-            out = torch.pow(base, exponent)
-            ctx.save_for_backward(base, exponent, out)
-            return out
+        def forward(base: Any, exponent: Any) -> Any:
+            return torch.pow(base, exponent)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            base, exponent = inputs
+            ctx.save_for_backward(base, exponent, output)
+            ctx.save_for_forward(base, exponent, output)
 
         @staticmethod
         def backward(ctx: Any, grad: Any) -> Any:
             base, exponent, out = ctx.saved_tensors
             grad_base = grad_exponent = None
             if ctx.needs_input_grad[0]:
-                # d/db b**e = e b**(e-1); b**0 is constant (also at b == 0, where e b**-1
-                # would be 0 * inf): 0 there, with a safe base so no nan leaks into the
-                # derivatives of the unselected branch.
-                flat = (base == 0) & (exponent == 0)
-                safe = torch.where(flat, 1.0, base)
-                powered = _Pow.apply(safe, exponent - 1)  # type: ignore[no-untyped-call]
-                slope = torch.where(flat, 0.0, exponent * powered)
-                grad_base = (grad * slope).sum_to_size(base.shape)
+                grad_base = (grad * base_slope(base, exponent)).sum_to_size(base.shape)
             if ctx.needs_input_grad[1]:
-                # d/de b**e = b**e log b; 0**e is 0 for e > 0 (1 at e == 0): 0 there, as torch.
-                flat = (base == 0) & (exponent >= 0)
-                safe = torch.where(flat, 1.0, base)
-                slope = torch.where(flat, 0.0, out * torch.log(safe))
+                slope = exponent_slope(base, exponent, out)
                 grad_exponent = (grad * slope).sum_to_size(exponent.shape)
             return grad_base, grad_exponent
 
+        @staticmethod
+        def jvp(ctx: Any, base_tangent: Any, exponent_tangent: Any) -> Any:
+            base, exponent, out = ctx.saved_tensors
+            tangent = None
+            if base_tangent is not None:
+                tangent = base_slope(base, exponent) * base_tangent
+            if exponent_tangent is not None:
+                part = exponent_slope(base, exponent, out) * exponent_tangent
+                tangent = part if tangent is None else tangent + part
+            return tangent
+
     def exact(x1: Any, x2: Any) -> Any:
-        if not (isinstance(x2, tensor_type) and x2.requires_grad and grad_enabled()):
+        if not isinstance(x2, tensor_type):
+            return NotImplemented
+        if not (x2.requires_grad and grad_enabled()) and not (
+            forward.depth and tangent_of(torch, x2) is not None  # a forward-mode jvp's
+        ):
             return NotImplemented
         base = x1
         if isinstance(base, (bool, int, float)):  # a Python number: no float32 detour
