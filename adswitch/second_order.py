@@ -68,7 +68,12 @@ def _second_order_strategy(engine: Backend, operator: str) -> str:
             "engine that differentiates its own gradients (Capabilities.nested). Choose "
             "another engine with backend=, e.g. 'tape'."
         )
-    if engine.capabilities.forward and "jvp" in derive.natives(engine):
+    preferred = engine.capabilities.second_order
+    if preferred == "reverse-over-reverse":
+        return preferred
+    if "jvp" in derive.natives(engine) and (
+        preferred == "forward-over-reverse" or engine.capabilities.forward
+    ):
         return "forward-over-reverse"
     return "reverse-over-reverse"
 
@@ -215,10 +220,17 @@ def run_hvp(started: Started, f: Callable[..., Any], tangents: Any, zero: bool) 
             it = iter(out)
             products = [next(it) if a else None for a in plan.active]
         else:
-            # the tangents are values: a pullback takes them (a seed would be baked in)
+            # The tangents are values: as a seed they may not be baked into a compiled
+            # program, so the call is unkeyed (and one fused pass keeps no graph).
             cotangents = [t for t, a in zip(per_leaf, plan.active) if a]
-            _, pullback = derive.vjp(engine, inner, plan.leaves, plan.active, info)
-            products = pullback(cotangents)
+            _, products = derive.vjp_apply(
+                engine,
+                inner,
+                plan.leaves,
+                plan.active,
+                lambda diffs: cotangents,
+                info._replace(cache_key=None, prepared=None),
+            )
     if not depth:
         products = restore_scalar_types(plan, products)
     results = place(plan, products)

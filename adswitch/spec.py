@@ -126,6 +126,11 @@ class Capabilities:
             forward-over-reverse, else reverse-over-reverse (which needs ``nested``).
         batching: ``vjp``'s pullbacks, ``vjp_apply`` and ``jvp`` accept a leading batch
             axis of cotangents/tangents (one pass for a whole Jacobian or Hessian).
+        second_order: how the engine prefers Hessians and Hessian-vector products:
+            ``"forward-over-reverse"`` (a ``jvp`` of the gradient) or
+            ``"reverse-over-reverse"`` (a pullback of it); ``""`` decides by ``forward``
+            (an engine whose forward mode is true but costs more than a second reverse
+            pass over its own gradient -- torch's -- says ``"reverse-over-reverse"``).
     """
 
     nested: bool = False
@@ -138,6 +143,7 @@ class Capabilities:
     compiles: bool = False
     forward: bool = False
     batching: bool = False
+    second_order: str = ""
 
 
 class CallInfo(NamedTuple):

@@ -50,7 +50,8 @@ def jacobian_oracle(x: np.ndarray) -> np.ndarray:
 def test_declared_capabilities_and_primitives() -> None:
     backend = TorchBackend()
     caps = backend.capabilities
-    assert caps.batching and caps.nested and not caps.forward
+    assert caps.batching and caps.nested and caps.forward
+    assert caps.second_order == "reverse-over-reverse"
     assert all(implements(backend, p) for p in ("value_and_grad", "vjp", "vjp_apply", "jvp"))
 
 
