@@ -81,6 +81,9 @@ from adswitch.spec import (
     Capabilities,
     EngineLoader,
     LossFn,
+    OutputFn,
+    Pullback,
+    SeedFn,
     hookimpl,
 )
 from adswitch_jax._pytrees import TreeNode
@@ -110,6 +113,8 @@ class JaxBackend(BackendBase):
         dtypes=("float16", "float32", "float64"),
         array_kinds=("numpy", "jax"),
         compiles=True,
+        forward=True,
+        batching=True,
     )
     array_modules: tuple[str, ...] = ("jax", "jaxlib")
 
@@ -137,6 +142,36 @@ class JaxBackend(BackendBase):
         result: tuple[list[Any], list[Any | None]] = self._load().value_and_grad(
             fn, leaves, active, info
         )
+        return result
+
+    def vjp(
+        self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], Pullback]:
+        result: tuple[list[Any], Pullback] = self._load().vjp(fn, leaves, active, info)
+        return result
+
+    def vjp_apply(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        seed: SeedFn,
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any | None]]:
+        result: tuple[list[Any], list[Any | None]] = self._load().vjp_apply(
+            fn, leaves, active, seed, info
+        )
+        return result
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        result: tuple[list[Any], list[Any]] = self._load().jvp(fn, leaves, active, tangents, info)
         return result
 
     def writable(self, value: Any) -> bool:
