@@ -25,6 +25,7 @@ No jax import here: jax's types are handed in by :func:`configure`.
 from __future__ import annotations
 
 import dis
+import operator
 import threading
 import types
 from collections.abc import Iterator
@@ -33,7 +34,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEPTH", "MAX_TOKENS", "Walk", "configure", "substituted", "walk"]
+__all__ = [
+    "DEPTH",
+    "MAX_TOKENS",
+    "Walk",
+    "configure",
+    "global_names",
+    "rewalk",
+    "stable_walk",
+    "substituted",
+    "walk",
+]
 
 DEPTH = 3
 MAX_TOKENS = 512
@@ -86,9 +97,12 @@ class Walk:
         roots: the objects identified in ``key`` by ``id`` and not held; what the
             program baked in from them is the guard's to check.
         wide: some lifted array is 64-bit (the program then runs in 64-bit mode).
+        reads: per plain function walked, what it read (for :func:`rewalk`).
+        reusable: the walk can be reused while those reads are the same objects (not
+            when it lifted arrays from a dict, which may change in place).
     """
 
-    __slots__ = ("held", "key", "lifted", "roots", "slots", "wide")
+    __slots__ = ("held", "key", "lifted", "reads", "reusable", "roots", "slots", "wide")
 
     def __init__(self) -> None:
         self.key: Any = ()
@@ -97,6 +111,8 @@ class Walk:
         self.held: list[Any] = []
         self.roots: list[Any] = []
         self.wide = False
+        self.reads: list[tuple[types.FunctionType, list[Any]]] = []
+        self.reusable = True
 
 
 class _Walker:
@@ -176,6 +192,7 @@ class _Walker:
                 return ("T", tuple(p if p is not None else ("K", v) for p, v in zip(parts, value)))
             return None
         if kind is dict and liftable and depth > 0 and _holds_floating_arrays(value):
+            self.out.reusable = False  # a dict may change in place: walk it every call
             tokens += (_DICT, len(value))
             keys = tuple(value)
             parts = []
@@ -200,16 +217,18 @@ class _Walker:
             return
         self.seen[id(fn)] = len(self.seen)
         code = fn.__code__
-        self.tokens += (_FN, id(code))
-        self.out.held.append(code)
         defaults = fn.__defaults__
+        kwdefaults = fn.__kwdefaults__
+        reads: list[Any] = [code, defaults, kwdefaults]
+        self.out.reads.append((fn, reads))
+        tokens += (_FN, id(code))
+        self.out.held.append(code)
         if defaults is None:
             tokens.append(None)
         else:
             template = self.value(defaults, depth, True)
             if template is not None:
                 self.out.slots.append(("defaults", fn, template))
-        kwdefaults = fn.__kwdefaults__
         if kwdefaults is None:
             tokens.append(None)
         else:
@@ -219,10 +238,24 @@ class _Walker:
         closure = fn.__closure__
         if closure:
             for cell in closure:
-                self.cell(cell, depth)
+                reads.append(self.cell(cell, depth))
+        found = _names_of.get(id(code))
+        names = found[1] if found is not None and found[0] is code else global_names(code)
         get = fn.__globals__.get
-        for name in global_names(code):
-            self.value(get(name, _MISSING), depth, False)
+        held = self.out.held
+        for name in names:
+            value = get(name, _MISSING)
+            reads.append(value)
+            # the commonest globals first: modules, builtins not shadowed, helper functions
+            if value is _MISSING:
+                tokens.append(_MISSING)
+            elif type(value) in _HELD_TYPES:
+                tokens += (_IDENT, id(value))
+                held.append(value)
+            elif type(value) is types.FunctionType and depth > 0:
+                self.function(value, depth - 1)
+            else:
+                self.value(value, depth, False)
 
     def kwdefaults(self, kwdefaults: dict[str, Any], depth: int) -> Any:
         self.tokens += (_DICT, len(kwdefaults))
@@ -239,20 +272,23 @@ class _Walker:
             tuple(p if p is not None else ("K", kwdefaults[k]) for p, k in zip(parts, keys)),
         )
 
-    def cell(self, cell: Any, depth: int) -> None:
-        order = self.seen.get(id(cell))
-        if order is not None:  # shared with a function walked already
-            self.tokens += (_SEEN, order)
-            return
-        self.seen[id(cell)] = len(self.seen)
+    def cell(self, cell: Any, depth: int) -> Any:
+        """Append the tokens of a closure cell's contents; return the contents."""
         try:
             contents = cell.cell_contents
         except ValueError:  # not bound yet
             self.tokens.append(_EMPTY)
-            return
+            self.out.reusable = False
+            return _EMPTY
+        order = self.seen.get(id(cell))
+        if order is not None:  # shared with a function walked already
+            self.tokens += (_SEEN, order)
+            return contents
+        self.seen[id(cell)] = len(self.seen)
         template = self.value(contents, depth, True)
         if template is not None:
             self.out.slots.append(("cell", cell, template))
+        return contents
 
 
 def _holds_floating_arrays(mapping: dict[Any, Any]) -> bool:
@@ -293,6 +329,43 @@ def walk(func: Any) -> Walk:
     out = walker.out
     out.key = tuple(walker.tokens)
     return out
+
+
+def _reads_now(fn: types.FunctionType) -> list[Any]:
+    code = fn.__code__
+    reads: list[Any] = [code, fn.__defaults__, fn.__kwdefaults__]
+    closure = fn.__closure__
+    if closure:
+        reads += [cell.cell_contents for cell in closure]  # ValueError: an empty cell
+    found = _names_of.get(id(code))
+    names = found[1] if found is not None and found[0] is code else global_names(code)
+    get = fn.__globals__.get
+    reads += [get(name, _MISSING) for name in names]
+    return reads
+
+
+def rewalk(previous: Walk) -> Walk | None:
+    """``previous`` again if everything its functions read is still the same objects
+    (what :func:`walk` would find then is the same), else ``None``. For calls of one
+    function object (a prepared call's): cheaper than walking it again.
+
+    Example:
+        >>> w = np.ones(2)
+        >>> f = lambda x: x * w
+        >>> first = walk(f)
+        >>> rewalk(first) is first
+        True
+    """
+    if not previous.reusable:
+        return None
+    try:
+        for fn, recorded in previous.reads:
+            now = _reads_now(fn)
+            if len(now) != len(recorded) or not all(map(operator.is_, now, recorded)):
+                return None
+    except ValueError:
+        return None
+    return previous
 
 
 # -- the globals a code object reads ------------------------------------------------------

@@ -29,7 +29,7 @@ from adswitch.spec import CallInfo
 from adswitch_jax import _eager
 from adswitch_jax._cache import LRUCache
 from adswitch_jax._calls import Body, Holder, Layout, Retrace, forward
-from adswitch_jax._captures import Walk, stable_walk
+from adswitch_jax._captures import Walk, rewalk, stable_walk
 from adswitch_jax._entries import (
     EAGER,
     JIT_AUX,
@@ -44,7 +44,7 @@ from adswitch_jax._guard import Guard
 from adswitch_jax._keys import Scan, scan, static_token, structure_of, tangent_sig
 from adswitch_jax._program import appliers, build
 from adswitch_jax._pullback import Pullback, compiled_apply, eager_apply
-from adswitch_jax._results import Kinds, gradients, outputs, per_leaf
+from adswitch_jax._results import Kinds, outputs, per_leaf
 from adswitch_jax.notices import warn_once
 
 __all__ = ["CACHE", "Request", "run"]
@@ -100,11 +100,12 @@ class _Prepared:
     on every call but for the values of constants) and the last program it ran, with
     what it was looked up by."""
 
-    __slots__ = ("last", "scan")
+    __slots__ = ("last", "scan", "walk")
 
     def __init__(self, found: Scan) -> None:
         self.scan = found
         self.last: tuple[Hashable, Hashable, Entry] | None = None
+        self.walk: Walk | None = None  # of the prepared function, reused while it holds
 
 
 def run(request: Request) -> tuple[list[Any], Any]:
@@ -114,6 +115,10 @@ def run(request: Request) -> tuple[list[Any], Any]:
     try:
         return _run(request)
     except Exception as exc:
+        if request.info.depth and isinstance(exc, TRACE_FAILURES):
+            # Inside an enclosing call, which may be tracing a program: let it see jax's
+            # error and run eagerly (it translates the error if even that fails).
+            raise
         replacement = translate(exc)
         if replacement is None:
             raise
@@ -136,7 +141,12 @@ def _run(request: Request) -> tuple[list[Any], Any]:
     x64 = found.x64
     captures: Walk | None = None
     if not traced and info.cache_key is not None and not found.unhashable:
-        captures = stable_walk(info.func)
+        if state is not None and state.walk is not None:
+            captures = rewalk(state.walk)
+        if captures is None:
+            captures = stable_walk(info.func)
+            if state is not None:
+                state.walk = captures
         x64 = x64 or captures.wide
     if x64 and not _config.jax_enable_x64:
         with jax.enable_x64(True):
@@ -256,12 +266,10 @@ def _compiled(
             out_leaves[pos] = array
     if request.primitive == "vjp":
         if entry.appliers is None:
-            assert entry.layout is not None
             entry.appliers = appliers(trace, entry.layout)
-        kinds = Kinds(leaves, request.active)
-        pullback = Pullback(compiled_apply(entry.appliers), result, kinds, x64)
+        pullback = Pullback(compiled_apply(entry.appliers), result, entry.kinds, x64)
         return outputs(out_leaves, found.jax_kind), pullback
-    return _finish(request, found, out_leaves, result)
+    return _finish(request, found, out_leaves, result, entry.kinds)
 
 
 def _new_entry(request: Request, found: Scan, captures: Walk, structure: Hashable) -> Entry:
@@ -276,7 +284,7 @@ def _new_entry(request: Request, found: Scan, captures: Walk, structure: Hashabl
         request.with_outputs,
         request.batched,
     )
-    entry = Entry(owner, layout)
+    entry = Entry(owner, layout, Kinds(leaves, request.active))
     func = request.info.func
     if owner.stale >= _STALE_LIMIT:
         entry.mode = EAGER
@@ -347,16 +355,14 @@ def _eager_run(
         out_leaves, eager_pullback = _eager.vjp(fn, leaves, active, semantics)
         pullback = Pullback(eager_apply(eager_pullback), None, Kinds(leaves, active), x64)
         return outputs(out_leaves, found.jax_kind), pullback
-    return _finish(request, found, out_leaves, result)
+    return _finish(request, found, out_leaves, result, Kinds(leaves, active))
 
 
 def _finish(
-    request: Request, found: Scan, out_leaves: list[Any], result: Any
+    request: Request, found: Scan, out_leaves: list[Any], result: Any, kinds: Kinds
 ) -> tuple[list[Any], Any]:
     jax_kind = found.jax_kind
     outs = outputs(out_leaves, jax_kind)
     if request.primitive == "jvp":
         return outs, outputs(list(result), jax_kind)
-    if request.batched:
-        return outs, per_leaf(result, Kinds(request.leaves, request.active), True)
-    return outs, gradients(result, request.leaves, request.active)
+    return outs, per_leaf(result, kinds, request.batched)

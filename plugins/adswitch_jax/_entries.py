@@ -10,6 +10,7 @@ from typing import Any
 
 from adswitch_jax._calls import Holder, Layout, Trace
 from adswitch_jax._guard import Guard
+from adswitch_jax._results import Kinds
 from adswitch_jax.notices import warn_once
 
 __all__ = [
@@ -55,6 +56,7 @@ class Entry:
         mode: ``JIT``; ``JIT_AUX`` (outputs from an extra eager call); ``EAGER``.
         program: the jitted program; ``holder`` its body until compiled.
         layout: where its arguments go; ``trace``: what tracing it found.
+        kinds: what the results must look like (the leaves' kinds and dtypes).
         output_structure: what the front end's function said when ``f`` was traced.
         guard: what the program baked in, checked before reuse (``None``: nothing).
         held: the objects identified by ``id`` in its key, kept so their ids stay theirs.
@@ -66,6 +68,7 @@ class Entry:
         "guard",
         "held",
         "holder",
+        "kinds",
         "layout",
         "mode",
         "output_structure",
@@ -74,13 +77,14 @@ class Entry:
         "trace",
     )
 
-    def __init__(self, owner: Owner, layout: Layout | None = None) -> None:
+    def __init__(self, owner: Owner, layout: Layout, kinds: Kinds) -> None:
         self.mode = JIT
         self.output_structure: Hashable = None
         self.guard: Guard | None = None
         self.held: list[Any] = []
         self.owner = owner
         self.layout = layout
+        self.kinds = kinds
         self.trace = Trace()
         self.program: Callable[..., Any] | None = None
         self.holder: Holder | None = None

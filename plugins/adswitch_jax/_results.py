@@ -70,11 +70,8 @@ def per_leaf(grads: Sequence[Any], kinds: Kinds, batched: bool = False) -> list[
         grad = grads[k]
         how, what = kinds.kinds[k]
         k += 1
-        if type(grad) is ArrayImpl:  # concrete: match the leaf's kind
-            if how == "jax":
-                if grad.dtype != what:
-                    grad = grad.astype(what)
-            elif how == "numpy":
+        if type(grad) is ArrayImpl:  # concrete: match the leaf's kind (jax's is its own)
+            if how == "numpy":
                 grad = np.array(grad, dtype=what)
             elif how == "scalar":
                 if batched:
@@ -82,30 +79,5 @@ def per_leaf(grads: Sequence[Any], kinds: Kinds, batched: bool = False) -> list[
                     grad = np.array(grad, dtype=dtype)
                 else:
                     grad = what(grad)
-        result[i] = grad
-    return result
-
-
-def gradients(
-    grads: Sequence[Any], leaves: Sequence[Any], active: Sequence[bool]
-) -> list[Any | None]:
-    """:func:`per_leaf` for an unbatched result, reading the leaves directly (the
-    gradient's hot path: no :class:`Kinds` made)."""
-    result: list[Any | None] = [None] * len(leaves)
-    k = 0
-    for i, is_active in enumerate(active):
-        if not is_active:
-            continue
-        grad = grads[k]
-        k += 1
-        if type(grad) is ArrayImpl:
-            leaf = leaves[i]
-            if type(leaf) is ArrayImpl:
-                if grad.dtype != leaf.dtype:
-                    grad = grad.astype(leaf.dtype)
-            elif isinstance(leaf, np.ndarray):
-                grad = np.array(grad, dtype=leaf.dtype)
-            elif not isinstance(leaf, jax.Array):
-                grad = type(leaf)(grad)  # a Python float (or numpy scalar)
         result[i] = grad
     return result
