@@ -389,7 +389,6 @@ def test_big_global_array_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
     from adswitch_jax import _guard
 
     monkeypatch.setattr(_guard, "MAX_COPY_BYTES", 8)
-    data = BIG_DATA
 
     def f(w: Any) -> Any:
         xp = ad.array_namespace(w)
@@ -397,4 +396,4 @@ def test_big_global_array_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
 
     with pytest.warns(JaxFallbackWarning, match=r"large numpy array.*ad\.Const"):
         (g,) = ad.gradient(f, np.zeros(4), backend="jax")
-    np.testing.assert_allclose(g, data)
+    np.testing.assert_allclose(g, BIG_DATA)

@@ -284,3 +284,41 @@ def test_captured_tracer_of_the_users_jax_transformation() -> None:
 
     assert float(jax.grad(outer)(2.0)) == pytest.approx(6.0)
     assert float(jax.jit(outer)(2.0)) == pytest.approx(12.0)
+
+
+def test_a_function_called_again_sees_what_changed_in_its_closure() -> None:
+    # The engine remembers a function's walk between calls while everything it reads is
+    # the same object: every kind of change must still be seen.
+    pair = (np.array([1.0, 2.0]), 2.0)
+    data = np.array([[1.0, 0.0], [0.0, 1.0]])
+
+    def f(x: Any) -> Any:
+        xp = ad.array_namespace(x)
+        return xp.sum(x * pair[0]) * pair[1] + xp.sum(data @ x)
+
+    def expected() -> np.ndarray:
+        return pair[0] * pair[1] + data.sum(axis=0)
+
+    x = np.array([0.5, -0.5])
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], expected())
+    pair = (np.array([-1.0, 3.0]), 0.5)  # a new tuple, a new number: another program
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], expected())
+    data[0, 1] = 7.0  # in place: read fresh as an input
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], expected())
+    data = np.ones((2, 2))
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], expected())
+    flat = data.reshape(-1)
+    data = flat  # same array object, reshaped: now a 4-vector
+    data.shape = (2, 2)  # and back, in place: same object, same shape again
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], expected())
+
+
+def test_a_captured_array_reshaped_in_place_compiles_for_its_new_shape() -> None:
+    data = np.arange(4.0)
+
+    def f(s: float) -> Any:
+        return s * ad.array_namespace(data).sum(data[:2])
+
+    assert ad.gradient(f, 1.0, backend="jax")[0] == pytest.approx(1.0)
+    data.shape = (2, 2)  # the same object, another shape: data[:2] is now both rows
+    assert ad.gradient(f, 1.0, backend="jax")[0] == pytest.approx(6.0)

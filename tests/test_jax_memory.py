@@ -154,3 +154,18 @@ def test_an_object_read_by_a_cached_function_is_not_kept() -> None:
         return model
 
     assert freed(make)
+
+
+def test_a_rebound_closure_variable_frees_the_old_array() -> None:
+    weights = np.array([1.0, 2.0])
+
+    def f(x: Any) -> Any:
+        return ad.array_namespace(x).sum(x * weights)
+
+    x = np.ones(2)
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], [1.0, 2.0])
+    old = weakref.ref(weights)
+    weights = np.array([3.0, 4.0])  # f stays alive; its old array must not
+    gc.collect()
+    assert old() is None
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], [3.0, 4.0])

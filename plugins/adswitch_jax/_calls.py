@@ -13,10 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from adswitch_jax._captures import substituted
 from adswitch_jax._inplace import watching
 from adswitch_jax._keys import NUMERIC
 from adswitch_jax._nnx import record, refuse_lost_writes
+from adswitch_jax._swaps import substituted
 
 __all__ = [
     "Body",
@@ -76,17 +76,25 @@ class Retrace(Exception):
 
 class Body:
     """What a program's body needs while jax traces it: the front end's function, the
-    leaves baked in, where ``f``'s lifted arrays sit, and the seed of a ``vjp_apply``."""
+    leaves baked in, where ``f``'s lifted arrays sit, the seed of a ``vjp_apply``, the
+    identity basis a ``jvp`` bakes in instead of taking tangents
+    (:func:`adswitch_jax._basis.identity_basis`)."""
 
-    __slots__ = ("base", "fn", "seed", "slots")
+    __slots__ = ("base", "basis", "fn", "seed", "slots")
 
     def __init__(
-        self, fn: Any, base: list[Any], slots: list[tuple[Any, ...]], seed: Any = None
+        self,
+        fn: Any,
+        base: list[Any],
+        slots: list[tuple[Any, ...]],
+        seed: Any = None,
+        basis: Any = None,
     ) -> None:
         self.fn = fn
         self.base = base
         self.slots = slots
         self.seed = seed
+        self.basis = basis
 
 
 class Holder:

@@ -12,7 +12,7 @@ reads (helpers), within :data:`DEPTH` levels and :data:`MAX_TOKENS` tokens:
   tuples and dicts there, are *lifted*: the key holds their shape and dtype, and their
   values become inputs of the program (:class:`Walk.lifted`), so a new value neither
   recompiles nor goes stale. While jax traces ``f`` they are swapped for traced values
-  in place (:func:`substituted`);
+  in place (:func:`adswitch_jax._swaps.substituted`);
 * immutable values (numbers, strings, tuples of them, dtypes) by value;
 * modules, classes, code and builtins by identity (held: they live as long anyway);
 * everything else -- objects, lists, dicts without floating arrays, arrays read from
@@ -25,26 +25,12 @@ No jax import here: jax's types are handed in by :func:`configure`.
 from __future__ import annotations
 
 import dis
-import operator
-import threading
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "DEPTH",
-    "MAX_TOKENS",
-    "Walk",
-    "configure",
-    "global_names",
-    "rewalk",
-    "stable_walk",
-    "substituted",
-    "walk",
-]
+__all__ = ["DEPTH", "MAX_TOKENS", "Walk", "configure", "global_names", "reads_now", "walk"]
 
 DEPTH = 3
 MAX_TOKENS = 512
@@ -97,7 +83,7 @@ class Walk:
         roots: the objects identified in ``key`` by ``id`` and not held; what the
             program baked in from them is the guard's to check.
         wide: some lifted array is 64-bit (the program then runs in 64-bit mode).
-        reads: per plain function walked, what it read (for :func:`rewalk`).
+        reads: per plain function walked, what it read (for :func:`adswitch_jax._recall.recall`).
         reusable: the walk can be reused while those reads are the same objects (not
             when it lifted arrays from a dict, which may change in place).
     """
@@ -266,6 +252,7 @@ class _Walker:
             parts.append(self.value(kwdefaults[k], depth, True))
         if all(p is None for p in parts):
             return None
+        self.out.reusable = False  # a dict may change in place: walk it every call
         return (
             "D",
             keys,
@@ -316,8 +303,10 @@ def walk(func: Any) -> Walk:
         A :class:`Walk`.
 
     Example:
+        >>> def scaled(w):
+        ...     return lambda x: x * w  # a new function object on every call
         >>> w = np.ones(2)
-        >>> first, second = walk(lambda x: x * w), walk(lambda x: x * w)
+        >>> first, second = walk(scaled(w)), walk(scaled(w))
         >>> first.key == second.key, first.lifted[0] is w
         (True, True)
     """
@@ -331,7 +320,9 @@ def walk(func: Any) -> Walk:
     return out
 
 
-def _reads_now(fn: types.FunctionType) -> list[Any]:
+def reads_now(fn: types.FunctionType) -> list[Any]:
+    """What ``fn`` reads now, in the order :attr:`Walk.reads` records it (``ValueError``
+    for an empty closure cell)."""
     code = fn.__code__
     reads: list[Any] = [code, fn.__defaults__, fn.__kwdefaults__]
     closure = fn.__closure__
@@ -342,30 +333,6 @@ def _reads_now(fn: types.FunctionType) -> list[Any]:
     get = fn.__globals__.get
     reads += [get(name, _MISSING) for name in names]
     return reads
-
-
-def rewalk(previous: Walk) -> Walk | None:
-    """``previous`` again if everything its functions read is still the same objects
-    (what :func:`walk` would find then is the same), else ``None``. For calls of one
-    function object (a prepared call's): cheaper than walking it again.
-
-    Example:
-        >>> w = np.ones(2)
-        >>> f = lambda x: x * w
-        >>> first = walk(f)
-        >>> rewalk(first) is first
-        True
-    """
-    if not previous.reusable:
-        return None
-    try:
-        for fn, recorded in previous.reads:
-            now = _reads_now(fn)
-            if len(now) != len(recorded) or not all(map(operator.is_, now, recorded)):
-                return None
-    except ValueError:
-        return None
-    return previous
 
 
 # -- the globals a code object reads ------------------------------------------------------
@@ -399,71 +366,3 @@ def global_names(code: types.CodeType) -> tuple[str, ...]:
         _names_of.clear()
     _names_of[id(code)] = (code, result)  # the code is held: its id stays its own
     return result
-
-
-# -- swapping traced values in while jax traces f ------------------------------------------
-
-_lock = threading.RLock()
-_swaps = 0  # bumped before and after every swap: odd while values are swapped in
-
-
-def stable_walk(func: Any) -> Walk:
-    """:func:`walk`, never seeing the traced values another thread has swapped in."""
-    before = _swaps
-    if not before & 1:
-        found = walk(func)
-        if _swaps == before:
-            return found
-    with _lock:
-        return walk(func)
-
-
-def _rebuild(template: Any, values: Any) -> Any:
-    tag = template[0]
-    if tag == "L":
-        return values[template[1]]
-    if tag == "K":
-        return template[1]
-    if tag == "T":
-        return tuple(_rebuild(t, values) for t in template[1])
-    return dict(zip(template[1], (_rebuild(t, values) for t in template[2])))
-
-
-def _swap(slot: tuple[Any, ...], new: Any) -> Any:
-    kind, holder = slot[0], slot[1]
-    if kind == "cell":
-        old = holder.cell_contents
-        holder.cell_contents = new
-    elif kind == "defaults":
-        old = holder.__defaults__
-        holder.__defaults__ = new
-    else:
-        old = holder.__kwdefaults__
-        holder.__kwdefaults__ = new
-    return old
-
-
-@contextmanager
-def substituted(slots: list[tuple[Any, ...]], values: Any) -> Iterator[None]:
-    """Within the block, the lifted arrays' places hold ``values`` (jax's traced values)
-    instead; everything is put back after, whatever happens.
-
-    Args:
-        slots: :attr:`Walk.slots` of the walk of the function being traced.
-        values: one value per lifted array, in order.
-    """
-    global _swaps
-    if not slots:
-        yield
-        return
-    with _lock:
-        _swaps += 1
-        done: list[tuple[tuple[Any, ...], Any]] = []
-        try:
-            for slot in slots:
-                done.append((slot, _swap(slot, _rebuild(slot[2], values))))
-            yield
-        finally:
-            for slot, old in reversed(done):
-                _swap(slot, old)
-            _swaps += 1

@@ -27,9 +27,10 @@ import jax
 
 from adswitch.spec import CallInfo
 from adswitch_jax import _eager
+from adswitch_jax._basis import Basis, identity_basis
 from adswitch_jax._cache import LRUCache
 from adswitch_jax._calls import Body, Holder, Layout, Retrace, forward
-from adswitch_jax._captures import Walk, rewalk, stable_walk
+from adswitch_jax._captures import Walk
 from adswitch_jax._entries import (
     EAGER,
     JIT_AUX,
@@ -44,6 +45,7 @@ from adswitch_jax._guard import Guard
 from adswitch_jax._keys import Scan, scan, static_token, structure_of, tangent_sig
 from adswitch_jax._program import appliers, build
 from adswitch_jax._pullback import Pullback, compiled_apply, eager_apply
+from adswitch_jax._recall import recall
 from adswitch_jax._results import Kinds, outputs, per_leaf
 from adswitch_jax.notices import warn_once
 
@@ -55,6 +57,10 @@ _config: Any = jax.config  # its flags are dynamic attributes
 CACHE = LRUCache(maxsize=256)
 _STALE_LIMIT = 3  # stale programs of one function before it runs eagerly for good
 _SLOT = "adswitch_jax"  # this engine's entries in a prepared call's slot
+# Per primitive, the entries (CallInfo.entry) whose caller discards the outputs: the
+# contract says so of "gradient"; the front end's hessian and hvp discard their jvp's
+# outputs too (proposed for the contract: see the package docstring).
+_DISCARDED = {"value_and_grad": ("gradient",), "jvp": ("hessian", "hvp")}
 
 
 class Request:
@@ -91,8 +97,10 @@ class Request:
         # only the active leaves' tangents go into a program
         self.tangents = None if tangents is None else [t for t, a in zip(tangents, active) if a]
         self.batched = info.batched and primitive in ("vjp_apply", "jvp")
-        # ad.gradient discards the outputs: placeholders suffice
-        self.with_outputs = primitive != "value_and_grad" or info.entry != "gradient"
+        # Where the caller discards the outputs, placeholders suffice -- and a program
+        # without them is smaller: XLA drops the inner gradient's own backward pass from
+        # the jvp of a Hessian or Hessian-vector product (about a quarter of its work).
+        self.with_outputs = info.entry not in _DISCARDED.get(primitive, ())
 
 
 class _Prepared:
@@ -100,12 +108,11 @@ class _Prepared:
     on every call but for the values of constants) and the last program it ran, with
     what it was looked up by."""
 
-    __slots__ = ("last", "scan", "walk")
+    __slots__ = ("last", "scan")
 
     def __init__(self, found: Scan) -> None:
         self.scan = found
         self.last: tuple[Hashable, Hashable, Entry] | None = None
-        self.walk: Walk | None = None  # of the prepared function, reused while it holds
 
 
 def run(request: Request) -> tuple[list[Any], Any]:
@@ -141,12 +148,7 @@ def _run(request: Request) -> tuple[list[Any], Any]:
     x64 = found.x64
     captures: Walk | None = None
     if not traced and info.cache_key is not None and not found.unhashable:
-        if state is not None and state.walk is not None:
-            captures = rewalk(state.walk)
-        if captures is None:
-            captures = stable_walk(info.func)
-            if state is not None:
-                state.walk = captures
+        captures = recall(info.func)
         x64 = x64 or captures.wide
     if x64 and not _config.jax_enable_x64:
         with jax.enable_x64(True):
@@ -185,7 +187,12 @@ def _compiled(
     request: Request, found: Scan, captures: Walk, x64: bool, state: _Prepared | None
 ) -> tuple[list[Any], Any]:
     info, leaves = request.info, request.leaves
-    tangent_key = None if request.tangents is None else tangent_sig(request.tangents)
+    basis = None
+    tangent_key: Hashable = None
+    if request.tangents is not None:
+        basis = identity_basis(request.tangents) if request.batched else None
+        # an identity basis is baked into the program: the key holds its layout instead
+        tangent_key = ("basis", basis) if basis is not None else tangent_sig(request.tangents)
     fast: Hashable = None
     entry: Entry | None = None
     key: Hashable = None
@@ -214,7 +221,7 @@ def _compiled(
         entry = None
     fresh = entry is None
     if entry is None:
-        entry = _new_entry(request, found, captures, structure_of(info))
+        entry = _new_entry(request, found, captures, structure_of(info), basis)
     if entry.mode == EAGER:
         CACHE.put(key, entry)
         if state is not None:
@@ -222,7 +229,7 @@ def _compiled(
         return _eager_run(request, found, not found.jax_kind, x64)
     args = [leaves[i] for i in found.dyn]
     args += captures.lifted
-    if request.tangents is not None:
+    if request.tangents is not None and basis is None:
         args += request.tangents
     program = entry.program
     assert program is not None
@@ -272,7 +279,9 @@ def _compiled(
     return _finish(request, found, out_leaves, result, entry.kinds)
 
 
-def _new_entry(request: Request, found: Scan, captures: Walk, structure: Hashable) -> Entry:
+def _new_entry(
+    request: Request, found: Scan, captures: Walk, structure: Hashable, basis: Basis | None
+) -> Entry:
     leaves = request.leaves
     owner = owner_of((captures.key, structure))
     layout = Layout(
@@ -300,7 +309,7 @@ def _new_entry(request: Request, found: Scan, captures: Walk, structure: Hashabl
     dyn = set(found.dyn)
     # Only the baked leaves are kept, and only until the compile: not this call's arrays.
     base = [None if i in dyn else leaf for i, leaf in enumerate(leaves)]
-    entry.holder = Holder(Body(request.fn, base, captures.slots, request.seed))
+    entry.holder = Holder(Body(request.fn, base, captures.slots, request.seed, basis))
     entry.program = build(request.primitive, layout, entry.trace, entry.holder)
     note_compile(func, captures.key)
     return entry

@@ -17,6 +17,7 @@ from adswitch_jax._captures import configure
 from adswitch_jax._dispatch import CACHE, Request, run
 from adswitch_jax._entries import forget_compiles
 from adswitch_jax._keys import ArrayImpl
+from adswitch_jax._recall import forget
 
 __all__ = ["CACHE", "jvp", "reset", "value_and_grad", "vjp", "vjp_apply"]
 
@@ -28,6 +29,7 @@ def reset() -> None:
     """Forget every compiled program and compile count (for tests)."""
     CACHE.clear()
     forget_compiles()
+    forget()
 
 
 def value_and_grad(

@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from adswitch_jax._basis import Basis
 from adswitch_jax._calls import Body, Holder, Layout, Trace, as_array, as_loss, run_f
 
 __all__ = ["Program", "appliers", "build"]
@@ -144,11 +145,22 @@ def _vjp_apply(layout: Layout, trace: Trace, holder: Holder) -> Program:
     return program
 
 
+def _identity(basis: Basis) -> tuple[Any, ...]:
+    # leaf k's block: ones at (offset_k + i, i), shaped (total, *shape_k)
+    total, parts = basis
+    return tuple(
+        jnp.eye(total, size, k=-offset, dtype=dtype).reshape((total, *shape))
+        for offset, size, shape, dtype in parts
+    )
+
+
 def _jvp(layout: Layout, trace: Trace, holder: Holder) -> Program:
     def program(*values: Any) -> tuple[tuple[Any, ...], Any]:
         frame = _Frame(layout, trace, holder, values)
         primals = frame.primals()
-        tangents = tuple(jnp.asarray(t, dtype=p.dtype) for t, p in zip(frame.rest, primals))
+        basis = frame.body.basis
+        given = frame.rest if basis is None else _identity(basis)  # baked in: XLA folds it
+        tangents = tuple(jnp.asarray(t, dtype=p.dtype) for t, p in zip(given, primals))
         outputs = frame.outputs_of()
         if not layout.batched:
             _, out_tangents, arrays = jax.jvp(outputs, primals, tangents, has_aux=True)
