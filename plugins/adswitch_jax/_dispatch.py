@@ -59,7 +59,7 @@ _STALE_LIMIT = 3  # stale programs of one function before it runs eagerly for go
 _SLOT = "adswitch_jax"  # this engine's entries in a prepared call's slot
 # Per primitive, the entries (CallInfo.entry) whose caller discards the outputs: the
 # contract says so of "gradient"; the front end's hessian and hvp discard their jvp's
-# outputs too (proposed for the contract: see the package docstring).
+# outputs too (today's code; proposed for the contract's CallInfo.entry wording).
 _DISCARDED = {"value_and_grad": ("gradient",), "jvp": ("hessian", "hvp")}
 
 

@@ -1,17 +1,20 @@
 """The guard on what a compiled program baked in besides its arguments.
 
-``jax.jit`` turns everything ``f`` reads from outside its arguments -- closure variables,
-globals, attributes of a bound method's object -- into constants of the program. A later
-call must not reuse the program once any of them changed. A :class:`Guard` records, after
-the program was traced, the objects ``f`` can reach that way (a bounded walk) and copies
-of the writable numpy arrays among them; :meth:`Guard.holds` tells whether all are still
-the same objects and the arrays hold the same values.
+``jax.jit`` turns everything ``f`` reads from outside its arguments into constants of the
+program. The arrays ``f`` captures in its closure and defaults are inputs instead
+(:mod:`adswitch_jax._captures`); what it reads from global arrays, from objects (a bound
+method's, a captured model's) and from dicts without floating arrays stays baked in, and
+those objects are in the program's key by identity only. A :class:`Guard` records, after
+the program was traced, what can be reached from those objects (a bounded walk) and
+copies of the writable numpy arrays among them; :meth:`Guard.holds` tells whether all are
+still the same objects and the arrays hold the same values.
 
-The walk follows ``f``'s defaults, closure cells and the globals it names; into dicts,
-tuples and objects' attributes, and into the functions found there, three levels deep
-and at most :data:`MAX_TOKENS` objects. It does not look into lists (usually logs or
-counters ``f`` appends to), nor past those bounds: data reached only that way is assumed
-constant, as ``jax.jit`` itself assumes of everything. No jax import here.
+The walk goes into dicts, tuples and objects' attributes, and into the functions found
+there (their defaults, closure cells and the globals they name), three levels deep and at
+most :data:`MAX_TOKENS` objects. It does not look into lists (usually logs or counters
+``f`` appends to), nor past those bounds: data reached only that way is assumed constant,
+as ``jax.jit`` itself assumes of everything. Objects are held by weak reference where
+Python allows (a guard keeps none of the user's arrays alive). No jax import here.
 """
 
 from __future__ import annotations
