@@ -322,3 +322,28 @@ def test_a_captured_array_reshaped_in_place_compiles_for_its_new_shape() -> None
     assert ad.gradient(f, 1.0, backend="jax")[0] == pytest.approx(1.0)
     data.shape = (2, 2)  # the same object, another shape: data[:2] is now both rows
     assert ad.gradient(f, 1.0, backend="jax")[0] == pytest.approx(6.0)
+
+
+def thresholded(threshold: np.ndarray) -> Any:
+    def f(x: Any) -> Any:
+        xp = ad.array_namespace(x)
+        if threshold > 0:  # Python control flow on a captured array's value
+            return xp.sum(x**2) * threshold
+        return -xp.sum(x)
+
+    return f
+
+
+@pytest.mark.filterwarnings("error::adswitch_jax.notices.JaxFallbackWarning")
+def test_captured_array_steering_python_control_flow_is_baked_not_eager() -> None:
+    # As a traced input the array cannot steer an `if`: the function is compiled with
+    # its captured arrays baked in (and guarded by value) instead of running eagerly.
+    x = np.array([1.0, 2.0])
+    threshold = np.array(2.0)
+    f = thresholded(threshold)
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], 4.0 * x)
+    threshold[...] = -1.0  # in place: the guard sees it
+    np.testing.assert_allclose(ad.gradient(f, x, backend="jax")[0], [-1.0, -1.0])
+    np.testing.assert_allclose(
+        ad.gradient(thresholded(np.array(0.5)), x, backend="jax")[0], 1.0 * x
+    )

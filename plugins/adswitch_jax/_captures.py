@@ -30,7 +30,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEPTH", "MAX_TOKENS", "Walk", "configure", "global_names", "reads_now", "walk"]
+__all__ = [
+    "DEPTH",
+    "MAX_TOKENS",
+    "Walk",
+    "bake",
+    "configure",
+    "global_names",
+    "reads_now",
+    "unbake",
+    "walk",
+]
 
 DEPTH = 3
 MAX_TOKENS = 512
@@ -56,6 +66,7 @@ _HELD_TYPES = frozenset(
     )
 )
 _FLOATING = frozenset("fc")
+_WIDE = frozenset((np.dtype(np.float64), np.dtype(np.complex128)))  # need 64-bit mode
 _MAX_TUPLE = 64  # longer tuples are identified by identity
 
 # jax's concrete array type and its Tracer (set by configure once jax is imported).
@@ -121,14 +132,11 @@ class _Walker:
         """Record ``value`` (a floating array) as an input; its template for rebuilding."""
         if type(value) is np.ndarray:
             self.tokens += (_LIFT, value.shape, value.dtype)
-            wide = value.dtype.itemsize == 8 or value.dtype.kind == "c"
         elif type(value) is _jax_array:
             self.tokens += (_LIFT, value.aval, value.sharding)
-            wide = value.dtype.itemsize == 8 or value.dtype.kind == "c"
         else:  # a tracer of an enclosing transformation
             self.tokens += (_LIFT, value.shape, value.dtype, getattr(value, "weak_type", False))
-            wide = value.dtype.itemsize == 8 or value.dtype.kind == "c"
-        self.out.wide = self.out.wide or wide
+        self.out.wide = self.out.wide or value.dtype in _WIDE
         self.out.lifted.append(value)
         return ("L", len(self.out.lifted) - 1)
 
@@ -203,6 +211,7 @@ class _Walker:
             return
         self.seen[id(fn)] = len(self.seen)
         code = fn.__code__
+        lift = _baked.get(id(code)) is not code
         defaults = fn.__defaults__
         kwdefaults = fn.__kwdefaults__
         reads: list[Any] = [code, defaults, kwdefaults]
@@ -212,19 +221,19 @@ class _Walker:
         if defaults is None:
             tokens.append(None)
         else:
-            template = self.value(defaults, depth, True)
+            template = self.value(defaults, depth, lift)
             if template is not None:
                 self.out.slots.append(("defaults", fn, template))
         if kwdefaults is None:
             tokens.append(None)
         else:
-            template = self.kwdefaults(kwdefaults, depth)
+            template = self.kwdefaults(kwdefaults, depth, lift)
             if template is not None:
                 self.out.slots.append(("kwdefaults", fn, template))
         closure = fn.__closure__
         if closure:
             for cell in closure:
-                reads.append(self.cell(cell, depth))
+                reads.append(self.cell(cell, depth, lift))
         found = _names_of.get(id(code))
         names = found[1] if found is not None and found[0] is code else global_names(code)
         get = fn.__globals__.get
@@ -243,13 +252,13 @@ class _Walker:
             else:
                 self.value(value, depth, False)
 
-    def kwdefaults(self, kwdefaults: dict[str, Any], depth: int) -> Any:
+    def kwdefaults(self, kwdefaults: dict[str, Any], depth: int, lift: bool) -> Any:
         self.tokens += (_DICT, len(kwdefaults))
         keys = tuple(kwdefaults)
         parts = []
         for k in keys:
             self.tokens.append(k)
-            parts.append(self.value(kwdefaults[k], depth, True))
+            parts.append(self.value(kwdefaults[k], depth, lift))
         if all(p is None for p in parts):
             return None
         self.out.reusable = False  # a dict may change in place: walk it every call
@@ -259,7 +268,7 @@ class _Walker:
             tuple(p if p is not None else ("K", kwdefaults[k]) for p, k in zip(parts, keys)),
         )
 
-    def cell(self, cell: Any, depth: int) -> Any:
+    def cell(self, cell: Any, depth: int, lift: bool) -> Any:
         """Append the tokens of a closure cell's contents; return the contents."""
         try:
             contents = cell.cell_contents
@@ -272,7 +281,7 @@ class _Walker:
             self.tokens += (_SEEN, order)
             return contents
         self.seen[id(cell)] = len(self.seen)
-        template = self.value(contents, depth, True)
+        template = self.value(contents, depth, lift)
         if template is not None:
             self.out.slots.append(("cell", cell, template))
         return contents
@@ -290,6 +299,25 @@ def _holds_floating_arrays(mapping: dict[Any, Any]) -> bool:
             if any(type(v) is np.ndarray or isinstance(v, _jax_types) for v in values):
                 return True
     return False
+
+
+# Code whose captured arrays stay baked into its programs: tracing it with them as traced
+# inputs failed (Python control flow on their values). id -> the code (held: ids stay).
+_baked: dict[int, types.CodeType] = {}
+
+
+def bake(walk: Walk) -> None:
+    """From now on, walks of the functions in ``walk`` lift none of their arrays: they are
+    baked into the program (and guarded by value) as ``jax.jit`` bakes them."""
+    if len(_baked) > 4096:
+        _baked.clear()
+    for fn, _ in walk.reads:
+        _baked[id(fn.__code__)] = fn.__code__
+
+
+def unbake() -> None:
+    """Forget which code keeps its arrays baked in (for tests)."""
+    _baked.clear()
 
 
 def walk(func: Any) -> Walk:

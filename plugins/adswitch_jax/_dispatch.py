@@ -30,7 +30,7 @@ from adswitch_jax import _eager
 from adswitch_jax._basis import Basis, identity_basis
 from adswitch_jax._cache import LRUCache
 from adswitch_jax._calls import Body, Holder, Layout, Retrace, forward
-from adswitch_jax._captures import Walk
+from adswitch_jax._captures import Walk, bake
 from adswitch_jax._entries import (
     EAGER,
     JIT_AUX,
@@ -45,7 +45,7 @@ from adswitch_jax._guard import Guard
 from adswitch_jax._keys import Scan, scan, static_token, structure_of, tangent_sig
 from adswitch_jax._program import appliers, build
 from adswitch_jax._pullback import Pullback, compiled_apply, eager_apply
-from adswitch_jax._recall import recall
+from adswitch_jax._recall import forget, recall
 from adswitch_jax._results import Kinds, outputs, per_leaf
 from adswitch_jax.notices import warn_once
 
@@ -236,6 +236,12 @@ def _compiled(
     try:
         arrays, result = program(*args)
     except TRACE_FAILURES as exc:
+        if fresh and captures.lifted:
+            # Python control flow on a captured array's value: compile again with the
+            # captured arrays baked in and guarded (as jax.jit bakes them), before eager.
+            bake(captures)
+            forget(info.func)
+            return _compiled(request, found, recall(info.func), x64, None)
         entry.mode = EAGER
         CACHE.put(key, entry)
         if state is not None:

@@ -13,7 +13,7 @@ import jax
 from jax.core import Tracer
 
 from adswitch.spec import CallInfo, LossFn, OutputFn, Pullback, SeedFn
-from adswitch_jax._captures import configure
+from adswitch_jax._captures import configure, unbake
 from adswitch_jax._dispatch import CACHE, Request, run
 from adswitch_jax._entries import forget_compiles
 from adswitch_jax._keys import ArrayImpl
@@ -30,6 +30,7 @@ def reset() -> None:
     CACHE.clear()
     forget_compiles()
     forget()
+    unbake()
 
 
 def value_and_grad(

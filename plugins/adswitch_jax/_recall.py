@@ -130,9 +130,12 @@ def _forget_id(key: int) -> None:
     _memories.pop(key, None)
 
 
-def forget() -> None:
-    """Forget every remembered walk (for tests)."""
-    _memories.clear()
+def forget(func: Any = None) -> None:
+    """Forget the remembered walk of ``func``, or of every function (for tests)."""
+    if func is None:
+        _memories.clear()
+    else:
+        _memories.pop(id(func), None)
 
 
 def recall(func: Any) -> Walk:
