@@ -24,31 +24,23 @@ No jax import here: jax's types are handed in by :func:`configure`.
 
 from __future__ import annotations
 
-import dis
 import types
 from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "DEPTH",
-    "MAX_TOKENS",
-    "Walk",
-    "bake",
-    "configure",
-    "global_names",
-    "reads_now",
-    "unbake",
-    "walk",
-]
+from adswitch_jax._reads import MISSING, known_names
+
+__all__ = ["DEPTH", "MAX_TOKENS", "Walk", "bake", "configure", "unbake", "walk"]
 
 DEPTH = 3
 MAX_TOKENS = 512
 
 # Tags between the tokens of a key (each says how the tokens after it read).
-_FN, _IDENT, _ROOT, _LIFT, _TUPLE, _DICT, _SEEN, _EMPTY, _MISSING, _CUT, _METHOD = (
-    object() for _ in range(11)
+_FN, _IDENT, _ROOT, _LIFT, _TUPLE, _DICT, _SEEN, _EMPTY, _CUT, _METHOD = (
+    object() for _ in range(10)
 )
+_MISSING = MISSING
 # Compared by value (with their type: 1, 1.0 and True are equal in Python).
 _VALUE_TYPES = frozenset((int, bool, str, bytes, type(None), complex, np.dtype, range))
 # Compared by identity and held: nothing user-sized lives in them.
@@ -234,8 +226,7 @@ class _Walker:
         if closure:
             for cell in closure:
                 reads.append(self.cell(cell, depth, lift))
-        found = _names_of.get(id(code))
-        names = found[1] if found is not None and found[0] is code else global_names(code)
+        names = known_names(code)
         get = fn.__globals__.get
         held = self.out.held
         for name in names:
@@ -346,51 +337,3 @@ def walk(func: Any) -> Walk:
     out = walker.out
     out.key = tuple(walker.tokens)
     return out
-
-
-def reads_now(fn: types.FunctionType) -> list[Any]:
-    """What ``fn`` reads now, in the order :attr:`Walk.reads` records it (``ValueError``
-    for an empty closure cell)."""
-    code = fn.__code__
-    reads: list[Any] = [code, fn.__defaults__, fn.__kwdefaults__]
-    closure = fn.__closure__
-    if closure:
-        reads += [cell.cell_contents for cell in closure]  # ValueError: an empty cell
-    found = _names_of.get(id(code))
-    names = found[1] if found is not None and found[0] is code else global_names(code)
-    get = fn.__globals__.get
-    reads += [get(name, _MISSING) for name in names]
-    return reads
-
-
-# -- the globals a code object reads ------------------------------------------------------
-
-_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME"))
-_names_of: dict[int, tuple[types.CodeType, tuple[str, ...]]] = {}
-_NAMES_MAX = 4096
-
-
-def global_names(code: types.CodeType) -> tuple[str, ...]:
-    """The names ``code`` (and the code nested in it: comprehensions, lambdas) reads as
-    globals -- not its attribute names, which share ``co_names`` with them.
-
-    Example:
-        >>> global_names((lambda x: np.sum(x.T)).__code__)
-        ('np',)
-    """
-    found = _names_of.get(id(code))
-    if found is not None and found[0] is code:
-        return found[1]
-    names: dict[str, None] = {}
-    pending = [code]
-    while pending:
-        current = pending.pop()
-        for instruction in dis.get_instructions(current):
-            if instruction.opname in _GLOBAL_OPS:
-                names[str(instruction.argval)] = None
-        pending.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
-    result = tuple(names)
-    if len(_names_of) >= _NAMES_MAX:
-        _names_of.clear()
-    _names_of[id(code)] = (code, result)  # the code is held: its id stays its own
-    return result

@@ -19,7 +19,8 @@ import types
 import weakref
 from typing import Any
 
-from adswitch_jax._captures import Walk, reads_now
+from adswitch_jax._captures import Walk
+from adswitch_jax._reads import reads_now
 from adswitch_jax._swaps import stable_walk, swaps
 
 __all__ = ["forget", "recall"]
