@@ -7,14 +7,15 @@ last walk found and what every function in it read, and hands the walk out again
 all of those reads are the same objects (checked by identity, one pass). The lifted
 arrays are read afresh from their closure cells and defaults every time.
 
-What is kept holds none of the caller's arrays: the reads are remembered by weak
-reference where Python allows one (arrays, functions, objects) and by value otherwise
-(numbers, strings, tuples of those), and an entry goes when its function does. No jax
+What is kept holds none of the caller's arrays: numbers, strings, modules and code are
+held, everything else is remembered by weak reference where Python allows one (arrays,
+functions, objects; a tuple item by item), and an entry goes when its function does. No jax
 import here.
 """
 
 from __future__ import annotations
 
+import operator
 import types
 import weakref
 from typing import Any
@@ -65,6 +66,45 @@ def _same(memory: Any, value: Any) -> bool:
     return memory() is value
 
 
+# Held as they are: what no user data lives in (and the walk's key holds anyway).
+_PLAIN = frozenset(
+    (int, float, bool, str, bytes, complex, type(None), types.ModuleType, types.CodeType)
+)
+_OTHER: Any = object()  # stands for a read compared through its memory
+
+
+class _Reads:
+    """What one function read, remembered for a fast check: reads of the types in
+    ``_PLAIN`` (the most of them) held and compared by identity in one C-level pass, the
+    others (arrays, functions, objects, tuples) through their weak memories."""
+
+    __slots__ = ("fn", "others", "plain")
+
+    def __init__(self, fn: types.FunctionType, reads: list[Any]) -> None:
+        self.fn = weakref.ref(fn)
+        self.plain: list[Any] = []
+        self.others: list[tuple[int, Any]] = []
+        for i, value in enumerate(reads):
+            if type(value) in _PLAIN:
+                self.plain.append(value)
+            else:
+                self.plain.append(_OTHER)
+                self.others.append((i, _remember(value)))
+
+    def same(self) -> bool:
+        fn = self.fn()
+        if fn is None:
+            return False
+        now = reads_now(fn)  # ValueError: an empty cell
+        if len(now) != len(self.plain):
+            return False
+        for i, memory in self.others:
+            if not _same(memory, now[i]):
+                return False
+            now[i] = _OTHER
+        return all(map(operator.is_, now, self.plain))
+
+
 def _lifted(template: Any, value: Any, out: list[Any]) -> None:
     """Put the arrays ``template`` says ``value`` holds at their places in ``out``."""
     tag = template[0]
@@ -86,7 +126,7 @@ class _Memory:
         self.key = walk.key
         self.held = walk.held
         self.wide = walk.wide
-        self.reads = [(weakref.ref(fn), [_remember(v) for v in reads]) for fn, reads in walk.reads]
+        self.reads = [_Reads(fn, reads) for fn, reads in walk.reads]
         self.roots = [_remember(root) for root in walk.roots]
         # (kind, the cell or (weakly) the function holding a lifted array, template)
         self.slots: list[tuple[str, Any, Any]] = [
@@ -97,12 +137,8 @@ class _Memory:
 
     def revive(self) -> Walk | None:
         """The walk again, if everything read is still the same objects, else ``None``."""
-        for fn_ref, memories in self.reads:
-            fn = fn_ref()
-            if fn is None:
-                return None
-            now = reads_now(fn)  # ValueError: an empty cell
-            if len(now) != len(memories) or not all(map(_same, memories, now)):
+        for reads in self.reads:
+            if not reads.same():
                 return None
         walk = Walk()
         walk.key, walk.held, walk.wide = self.key, self.held, self.wide
