@@ -161,6 +161,7 @@ class _Memory:
 
 
 _memories: dict[int, _Memory] = {}
+_seen: dict[int, weakref.ref[Any]] = {}  # functions walked once (id -> weak reference)
 
 
 def _forget_id(key: int) -> None:
@@ -171,6 +172,7 @@ def forget(func: Any = None) -> None:
     """Forget the remembered walk of ``func``, or of every function (for tests)."""
     if func is None:
         _memories.clear()
+        _seen.clear()
     else:
         _memories.pop(id(func), None)
 
@@ -201,7 +203,17 @@ def recall(func: Any) -> Walk:
                 return walk
     walk = stable_walk(func)
     if walk.reusable:
-        if len(_memories) >= _MAX_REMEMBERED:
-            _memories.pop(next(iter(_memories)), None)
-        _memories[id(func)] = _Memory(func, walk)
+        # Remembered from its second call on: a lambda made anew for each call (the
+        # commonest one-off function) dies before it could be called again.
+        seen = _seen.pop(id(func), None)
+        first_call = seen is None or seen() is not func
+        if first_call:
+            if len(_seen) >= _MAX_REMEMBERED:
+                _seen.pop(next(iter(_seen)), None)
+            key = id(func)
+            _seen[key] = weakref.ref(func, lambda _: _seen.pop(key, None))
+        else:
+            if len(_memories) >= _MAX_REMEMBERED:
+                _memories.pop(next(iter(_memories)), None)
+            _memories[id(func)] = _Memory(func, walk)
     return walk
