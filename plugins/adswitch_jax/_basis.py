@@ -18,6 +18,18 @@ __all__ = ["identity_basis"]
 Basis = tuple[int, tuple[tuple[int, int, tuple[int, ...], np.dtype[Any]], ...]]
 
 
+class _OneBytes(dict[np.dtype[Any], int]):
+    """How many nonzero bytes a ``1`` of each dtype has (float64's 1.0 has two)."""
+
+    def __missing__(self, dtype: np.dtype[Any]) -> int:
+        count = int(np.count_nonzero(np.ones(1, dtype).view(np.uint8)))
+        self[dtype] = count
+        return count
+
+
+_ONE_BYTES = _OneBytes()
+
+
 def identity_basis(tangents: Sequence[Any]) -> Basis | None:
     """``(total, ((offset, size, shape, dtype), ...))`` when the batched ``tangents`` (one
     per active leaf) are exactly the identity basis over all their elements -- leaf ``k``'s
@@ -45,10 +57,14 @@ def identity_basis(tangents: Sequence[Any]) -> Basis | None:
         if offset + size > total:
             return None
         flat = t.reshape(rows, size)
-        # `size` nonzeros, all of them ones on the block's diagonal: exactly the identity
-        if np.count_nonzero(flat) != size:
-            return None
         if not (flat[offset : offset + size].diagonal() == 1).all():
+            return None
+        # Ones on the block's diagonal and no other nonzero byte: exactly the identity
+        # (-0.0 counts as nonzero). Bytes, because counting them is the fastest pass.
+        if t.flags.c_contiguous:
+            if np.count_nonzero(t.view(np.uint8)) != size * _ONE_BYTES[t.dtype]:
+                return None
+        elif np.count_nonzero(flat) != size:
             return None
         parts.append((offset, size, tuple(t.shape[1:]), t.dtype))
         offset += size
