@@ -61,6 +61,16 @@ class Prepared:
 def compiled(
     request: Request, found: Scan, captures: Walk, x64: bool, state: Prepared | None
 ) -> tuple[list[Any], Any]:
+    """Run ``request`` as a compiled program: ``(output leaves, result)`` as
+    :func:`adswitch_jax._dispatch.run` returns them.
+
+    Args:
+        request: the call.
+        found: the scan of its leaves (a prepared call's: of its first call).
+        captures: the walk of its function.
+        x64: the call runs in 64-bit mode.
+        state: a prepared call's slot, or ``None``.
+    """
     info, leaves = request.info, request.leaves
     basis = None
     tangent_key: Hashable = None
@@ -68,29 +78,10 @@ def compiled(
         basis = identity_basis(request.tangents) if request.batched else None
         # an identity basis is baked into the program: the key holds its layout instead
         tangent_key = ("basis", basis) if basis is not None else tangent_sig(request.tangents)
-    fast: Hashable = None
-    entry: Entry | None = None
-    key: Hashable = None
-    if state is not None:
-        statics = tuple([static_token(leaves[u]) for u in found.static])
-        fast = (captures.key, statics, x64, tangent_key)
-        last = state.last
-        if last is not None and last[0] == fast:
-            key, entry = last[1], last[2]
-    if entry is None:
-        sig = found.sig
-        if state is not None and found.static:  # the prepared scan has the first values
-            patched = list(sig)
-            for u in found.static:
-                patched[u] = static_token(leaves[u])
-            sig = tuple(patched)
-        structure = structure_of(info)
-        key = (captures.key, structure, request.primitive, request.batched, x64)
-        key = (key, request.with_outputs, sig, tangent_key)
-        try:
-            entry = CACHE.get(key)
-        except TypeError:  # an unhashable constant leaf
-            return unkeyed(request, found, x64)
+    try:
+        fast, key, entry = _lookup(request, found, captures, x64, state, tangent_key)
+    except TypeError:  # an unhashable constant leaf
+        return unkeyed(request, found, x64)
     if entry is not None and entry.guard is not None and not entry.guard.holds(captures.roots):
         entry.owner.stale += 1  # f reads something that changed: the program is stale
         entry = None
@@ -158,6 +149,36 @@ def compiled(
         pullback = Pullback(compiled_apply(entry.appliers), result, entry.kinds, x64)
         return outputs(out_leaves, found.jax_kind), pullback
     return finish(request, found, out_leaves, result, entry.kinds)
+
+
+def _lookup(
+    request: Request,
+    found: Scan,
+    captures: Walk,
+    x64: bool,
+    state: Prepared | None,
+    tangent_key: Hashable,
+) -> tuple[Hashable, Hashable, Entry | None]:
+    """``(fast key, key, entry or None)``: from a prepared call's slot when its last
+    program applies (the fast key: what f read, constant values, 64-bit mode, tangents),
+    else from the cache."""
+    leaves = request.leaves
+    fast: Hashable = None
+    if state is not None:
+        statics = tuple([static_token(leaves[u]) for u in found.static])
+        fast = (captures.key, statics, x64, tangent_key)
+        last = state.last
+        if last is not None and last[0] == fast:
+            return fast, last[1], last[2]
+    sig = found.sig
+    if state is not None and found.static:  # the prepared scan has the first values
+        patched = list(sig)
+        for u in found.static:
+            patched[u] = static_token(leaves[u])
+        sig = tuple(patched)
+    head = (captures.key, structure_of(request.info), request.primitive, request.batched, x64)
+    key = (head, request.with_outputs, sig, tangent_key)
+    return fast, key, CACHE.get(key)
 
 
 def _new_entry(
