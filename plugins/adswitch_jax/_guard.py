@@ -1,23 +1,26 @@
 """The guard on what a compiled program baked in besides its arguments.
 
-``jax.jit`` turns everything ``f`` reads from outside its arguments -- closure variables,
-globals, attributes of a bound method's object -- into constants of the program. A later
-call must not reuse the program once any of them changed. A :class:`Guard` records, after
-the program was traced, the objects ``f`` can reach that way (a bounded walk) and copies
-of the writable numpy arrays among them; :meth:`Guard.holds` tells whether all are still
-the same objects and the arrays hold the same values.
+``jax.jit`` turns everything ``f`` reads from outside its arguments into constants of the
+program. The arrays ``f`` captures in its closure and defaults are inputs instead
+(:mod:`adswitch_jax._captures`); what it reads from global arrays, from objects (a bound
+method's, a captured model's) and from dicts without floating arrays stays baked in, and
+those objects are in the program's key by identity only. A :class:`Guard` records, after
+the program was traced, what can be reached from those objects (a bounded walk) and
+copies of the writable numpy arrays among them; :meth:`Guard.holds` tells whether all are
+still the same objects and the arrays hold the same values.
 
-The walk follows ``f``'s defaults, closure cells and the globals it names; into dicts,
-tuples and objects' attributes, and into the functions found there, three levels deep
-and at most :data:`MAX_TOKENS` objects. It does not look into lists (usually logs or
-counters ``f`` appends to), nor past those bounds: data reached only that way is assumed
-constant, as ``jax.jit`` itself assumes of everything. No jax import here.
+The walk goes into dicts, tuples and objects' attributes, and into the functions found
+there (their defaults, closure cells and the globals they name), three levels deep and at
+most :data:`MAX_TOKENS` objects. It does not look into lists (usually logs or counters
+``f`` appends to), nor past those bounds: data reached only that way is assumed constant,
+as ``jax.jit`` itself assumes of everything. Objects are held by weak reference where
+Python allows (a guard keeps none of the user's arrays alive). No jax import here.
 """
 
 from __future__ import annotations
 
-import operator
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -48,25 +51,27 @@ _ATOMS = (
 _ATOM_TYPES = frozenset((*_ATOMS, bool, object, np.ufunc))
 
 
-def collect(func: Any) -> tuple[list[Any], list[np.ndarray]]:
-    """The objects ``func`` can read besides its arguments, and the writable numpy
-    arrays among them (see the module docstring for how far the walk goes).
+def collect(roots: list[Any]) -> tuple[list[Any], list[np.ndarray]]:
+    """The objects reachable from ``roots``, and the writable numpy arrays among them
+    (see the module docstring for how far the walk goes).
 
     Args:
-        func: the user's function (a function, bound method or callable object).
+        roots: objects a function reads (its closure's, its globals').
 
     Returns:
         ``(tokens, arrays)``: every object met, in a fixed order, and the arrays.
 
     Example:
         >>> w = np.ones(2)
-        >>> tokens, arrays = collect(lambda x: x * w)
+        >>> tokens, arrays = collect([{"w": w}])
         >>> arrays[0] is w
         True
     """
     tokens: list[Any] = []
     arrays: list[np.ndarray] = []
-    _walk(func, tokens, arrays, _DEPTH, set())
+    seen: set[int] = set()
+    for root in roots:
+        _walk(root, tokens, arrays, _DEPTH, seen)
     return tokens, arrays
 
 
@@ -143,77 +148,62 @@ def _same_values(a: np.ndarray, b: np.ndarray | None) -> bool:
     return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
+class _Held:
+    """A strong reference with the call signature of a weak one."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+def _pin(value: Any) -> Any:
+    # Weakly where possible: the guard must not keep the user's objects (and the arrays in
+    # them) alive; a token that died simply fails the check.
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return _Held(value)
+
+
+def _is_pinned(pin: Any, value: Any) -> bool:
+    return pin() is value
+
+
 class Guard:
-    """What a program baked in, checked before the program is reused.
+    """What a program baked in from the objects ``f`` reads by identity, checked before
+    the program is reused.
 
     Args:
-        func: the user's function, right after the program was traced.
+        roots: those objects (:attr:`adswitch_jax._captures.Walk.roots`), right after the
+            program was traced.
 
     Example:
         >>> state = {"scale": 1.0}
-        >>> f = lambda x: state["scale"] * x
-        >>> guard = Guard(f)
-        >>> guard.holds(f)
+        >>> guard = Guard([state])
+        >>> guard.holds([state])
         True
         >>> state["scale"] = 3.0
-        >>> guard.holds(f)
+        >>> guard.holds([state])
         False
     """
 
-    __slots__ = ("copies", "functions", "tokens", "unchecked_bytes")
+    __slots__ = ("copies", "pins", "unchecked_bytes")
 
-    def __init__(self, func: Any) -> None:
-        # Fast path: plain functions reading only atoms (modules, numbers, names that are
-        # attributes) and other such functions -- the usual f calling helpers -- are
-        # checked by comparing what each of them reads, without the general walk.
-        self.functions = _function_reads(func)
-        tokens, arrays = ([], []) if self.functions is not None else collect(func)
-        # The objects themselves are kept, not their ids: an id freed and reused by a new
-        # object cannot fake a match.
-        self.tokens = tokens
+    def __init__(self, roots: list[Any]) -> None:
+        tokens, arrays = collect(roots)
+        self.pins = [_pin(token) for token in tokens]
         # Values are compared for arrays up to MAX_COPY_BYTES each; a bigger one is only
         # checked to be the same object (copying it on every compile would be too costly).
         self.unchecked_bytes = sum(a.nbytes for a in arrays if a.nbytes > MAX_COPY_BYTES)
         self.copies = [a.copy() if a.nbytes <= MAX_COPY_BYTES else None for a in arrays]
 
-    def holds(self, func: Any) -> bool:
+    def holds(self, roots: list[Any]) -> bool:
         """Whether everything recorded is still the same object, with the same values."""
-        functions = self.functions
-        if functions is not None:
-            # The first entry is func itself; a helper it reads is one of its reads, so
-            # rebinding a helper fails the comparison of its caller's reads.
-            if functions[0][0] is not func:
-                return False
-            for fn, recorded in functions:
-                reads = _reads(fn)
-                if len(reads) != len(recorded) or not all(map(operator.is_, reads, recorded)):
-                    return False
-            return True
-        tokens, arrays = collect(func)
-        if len(tokens) != len(self.tokens) or not all(map(operator.is_, tokens, self.tokens)):
+        tokens, arrays = collect(roots)
+        if len(tokens) != len(self.pins) or not all(map(_is_pinned, self.pins, tokens)):
             return False
         return all(map(_same_values, arrays, self.copies))
-
-
-def _function_reads(func: Any) -> list[tuple[types.FunctionType, list[Any]]] | None:
-    """``[(function, what it reads)]`` for ``func`` and the plain functions it reads,
-    when everything else they read is an atom (within the walk's depth); else ``None``."""
-    if type(func) is not types.FunctionType:
-        return None
-    found: list[tuple[types.FunctionType, list[Any]]] = []
-    pending = [(func, _DEPTH)]
-    seen: set[int] = set()
-    while pending:
-        fn, depth = pending.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        reads = _reads(fn)
-        found.append((fn, reads))
-        for value in reads:
-            if type(value) in _ATOM_TYPES:
-                continue
-            if type(value) is not types.FunctionType or depth <= 1 or len(found) > 32:
-                return None
-            pending.append((value, depth - 1))
-    return found

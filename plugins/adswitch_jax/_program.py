@@ -1,5 +1,10 @@
-"""The jax computations themselves: the compiled program, the eager and nested paths, and
-turning jax results into what the caller expects (numpy for numpy, floats for floats).
+"""The compiled programs: one ``jax.jit`` function per primitive, and the pullback of vjp.
+
+Every program takes ``(*leaves[dyn], *lifted, *tangents)`` -- the leaves that are arrays
+or active floats, then the arrays ``f`` captures (:mod:`adswitch_jax._captures`), then (jvp
+only) one tangent per active leaf -- and returns ``(output arrays, result)``. What its
+body needs besides (the front end's function, the leaves baked in) is in a
+:class:`~adswitch_jax._calls.Holder`, emptied once the program compiled.
 
 Imported only once jax is in use (it imports jax at the top).
 """
@@ -11,208 +16,178 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from adswitch.spec import LossFn
-from adswitch_jax._inplace import watching
-from adswitch_jax._nnx import record, refuse_lost_writes
+from adswitch_jax._basis import Basis
+from adswitch_jax._calls import Body, Holder, Layout, Trace, as_array, as_loss, run_f
 
-__all__ = ["ArrayImpl", "NUMERIC", "Trace", "eager", "finish", "forward", "make_program"]
+__all__ = ["Program", "appliers", "build"]
 
-ArrayImpl = type(jnp.zeros(()))
+Program = Callable[..., tuple[tuple[Any, ...], Any]]
 _constrain: Any = jax.lax.with_sharding_constraint  # untyped in jax
-NUMERIC = frozenset("biufc")
 
 
-class Trace:
-    """What tracing ``f`` once found out about its outputs, shared by all later calls.
-
-    Attributes:
-        n_out: how many output leaves ``f`` returns.
-        slots: positions of the array leaves among them (the program returns these).
-        aux_types: type names of the other leaves that are not ``None`` (these cannot
-            leave a compiled program).
-        count: how many times the program was traced (tests count recompiles with it).
-    """
-
-    __slots__ = ("aux_types", "count", "n_out", "slots")
-
-    def __init__(self) -> None:
-        self.n_out = 0
-        self.slots: tuple[int, ...] = ()
-        self.aux_types: tuple[str, ...] = ()
-        self.count = 0
+def _constrained(grads: Sequence[Any], layout: Layout) -> tuple[Any, ...]:
+    # Sharded inputs get gradients with the same sharding, whatever XLA would prefer.
+    out = list(grads)
+    for k, sharding in layout.constraints:
+        out[k] = _constrain(out[k], sharding)
+    return tuple(out)
 
 
-def as_loss(loss: Any) -> Any:
-    """``loss`` as a floating jax scalar (a Python int or integer loss becomes float)."""
-    loss = jnp.asarray(loss)
-    if not jnp.issubdtype(loss.dtype, jnp.inexact):
-        loss = loss.astype(jnp.result_type(float))
-    return loss
+class _Frame:
+    """One trace of a program: the body, the leaves with the traced arguments in place,
+    the traced lifted arrays and tangents."""
+
+    __slots__ = ("body", "full", "layout", "lifted", "rest", "trace")
+
+    def __init__(self, layout: Layout, trace: Trace, holder: Holder, values: Sequence[Any]):
+        body: Body = holder.take()
+        trace.count += 1
+        n = len(layout.dyn)
+        full = list(body.base)
+        for i, v in zip(layout.dyn, values[:n]):
+            full[i] = v
+        self.body, self.full, self.layout, self.trace = body, full, layout, trace
+        self.lifted = values[n : n + layout.n_lifted]
+        self.rest = values[n + layout.n_lifted :]
+
+    def primals(self) -> tuple[Any, ...]:
+        full = self.full
+        return tuple(full[i] for i in self.layout.act)
+
+    def call(self, act_values: Sequence[Any]) -> tuple[Any, tuple[Any, ...]]:
+        """``f`` at the traced active values: ``(loss or diffs, output arrays)``."""
+        layout = self.layout
+        vals = list(self.full)
+        for i, v in zip(layout.act, act_values):
+            vals[i] = v
+        first, outs = run_f(
+            self.body.fn,
+            vals,
+            self.lifted,
+            self.body.slots,
+            layout.numpy_semantics,
+            layout.arrays_at,
+        )
+        arrays = self.trace.note(outs)
+        return first, arrays if layout.with_outputs else ()
+
+    def outputs_of(self) -> Callable[..., tuple[tuple[Any, ...], tuple[Any, ...]]]:
+        """``f`` as jax differentiates it: ``(*active values) -> (diffs, output arrays)``."""
+
+        def outputs(*act_values: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            diffs, arrays = self.call(act_values)
+            diffs = tuple(as_array(d) for d in diffs)
+            self.trace.diff_dtypes = tuple(d.dtype for d in diffs)
+            return diffs, arrays
+
+        return outputs
 
 
-def make_program(
-    fn: LossFn,
-    leaves: Sequence[Any],
-    active: Sequence[bool],
-    dyn: Sequence[int],
-    trace: Trace,
-    with_outputs: bool,
-    numpy_semantics: bool,
-) -> Callable[..., tuple[tuple[Any, ...], tuple[Any, ...]]]:
-    """A ``jax.jit`` program ``program(*leaves[dyn]) -> (output arrays, gradients)``.
+def build(primitive: str, layout: Layout, trace: Trace, holder: Holder) -> Program:
+    """The ``jax.jit`` program of ``primitive`` for calls of one cache entry.
 
     Args:
-        fn: the front end's loss function.
-        leaves: this call's leaves; only the static ones (not in ``dyn``) are kept.
-        active: which leaves are differentiated.
-        dyn: positions of the leaves passed as program arguments (arrays, active floats).
+        primitive: ``"value_and_grad"``, ``"vjp"`` (returns the pullback's residuals as a
+            ``jax.vjp`` function), ``"vjp_apply"`` or ``"jvp"``.
+        layout: where the arguments go.
         trace: filled in while jax traces the program.
-        with_outputs: return ``f``'s output arrays too (not needed by ``ad.gradient``).
-        numpy_semantics: the arrays came as numpy arrays: refuse in-place operators whose
-            numpy meaning jax cannot follow (see :mod:`adswitch_jax._inplace`).
+        holder: the body, until the compile is over.
 
     Returns:
-        The jitted program; gradients come in the order of the active leaves.
-
-    Example:
-        >>> import numpy as np
-        >>> fn = lambda v: (jnp.sum(v[0] ** 2), [jnp.sum(v[0] ** 2)])
-        >>> prog = make_program(fn, [np.ones(2)], [True], [0], Trace(), True, True)
-        >>> [np.asarray(g).tolist() for g in prog(np.ones(2))[1]]
-        [[2.0, 2.0]]
+        The jitted program ``(*arguments) -> (output arrays, result)``; the result is the
+        gradients of the active leaves (``value_and_grad``, ``vjp_apply``), the ``jax.vjp``
+        pullback (``vjp``), or the output tangents (``jvp``).
     """
-    dyn_set = set(dyn)
-    # Only the static leaves are kept: the program must not hold the first call's arrays.
-    base = [None if i in dyn_set else leaf for i, leaf in enumerate(leaves)]
-    act = [i for i in dyn if active[i]]
-    act_in_dyn = [k for k, i in enumerate(dyn) if active[i]]
-    arrays_at = _array_positions(leaves)
-    # Sharded inputs get gradients with the same sharding, whatever XLA would prefer.
-    constraints = [
-        (k, leaves[i].sharding)
-        for k, i in enumerate(act)
-        if type(leaves[i]) is ArrayImpl and len(leaves[i].sharding.device_set) > 1
-    ]
+    makers = {
+        "value_and_grad": _value_and_grad,
+        "vjp": _vjp,
+        "vjp_apply": _vjp_apply,
+        "jvp": _jvp,
+    }
+    return jax.jit(makers[primitive](layout, trace, holder))
 
-    def program(*values: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        trace.count += 1
-        full = list(base)
-        for i, v in zip(dyn, values):
-            full[i] = v
+
+def _value_and_grad(layout: Layout, trace: Trace, holder: Holder) -> Program:
+    def program(*values: Any) -> tuple[tuple[Any, ...], Any]:
+        frame = _Frame(layout, trace, holder, values)
 
         def loss_of(act_values: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
-            vals = list(full)
-            for i, v in zip(act, act_values):
-                vals[i] = v
-            with watching(numpy_semantics, [vals[i] for i in arrays_at]), record() as rebuilt:
-                loss, outs = fn(vals)
-            refuse_lost_writes(rebuilt, outs)
-            slots: list[int] = []
-            arrays: list[Any] = []
-            aux_types: list[str] = []
-            for pos, out in enumerate(outs):
-                if isinstance(out, jax.Array):
-                    slots.append(pos)
-                    arrays.append(out)
-                elif out is not None:
-                    aux_types.append(type(out).__name__)
-            trace.n_out, trace.slots, trace.aux_types = len(outs), tuple(slots), tuple(aux_types)
-            return as_loss(loss), tuple(arrays) if with_outputs else ()
+            loss, arrays = frame.call(act_values)
+            return as_loss(loss), arrays
 
-        (_, arrays), grads = jax.value_and_grad(loss_of, has_aux=True)(
-            tuple(values[k] for k in act_in_dyn)
-        )
-        grads = list(grads)
-        for k, sharding in constraints:
-            grads[k] = _constrain(grads[k], sharding)
-        return arrays, tuple(grads)
+        (_, arrays), grads = jax.value_and_grad(loss_of, has_aux=True)(frame.primals())
+        return arrays, _constrained(grads, layout)
 
-    return jax.jit(program)
+    return program
 
 
-def _array_positions(leaves: Sequence[Any]) -> list[int]:
-    return [i for i, leaf in enumerate(leaves) if isinstance(leaf, (np.ndarray, jax.Array))]
+def _vjp(layout: Layout, trace: Trace, holder: Holder) -> Program:
+    def program(*values: Any) -> tuple[tuple[Any, ...], Any]:
+        frame = _Frame(layout, trace, holder, values)
+        _, pullback, arrays = jax.vjp(frame.outputs_of(), *frame.primals(), has_aux=True)
+        return arrays, pullback
+
+    return program
 
 
-def jax_values(leaves: Sequence[Any], active: Sequence[bool]) -> list[Any]:
-    """The leaves as ``f`` sees them under the compiled program: numeric numpy arrays and
-    active Python floats as jax values, everything else unchanged."""
-    return [
-        jnp.asarray(leaf)
-        if (type(leaf) is np.ndarray and leaf.dtype.kind in NUMERIC)
-        or (active[i] and not isinstance(leaf, jax.Array))
-        else leaf
-        for i, leaf in enumerate(leaves)
-    ]
+def _vjp_apply(layout: Layout, trace: Trace, holder: Holder) -> Program:
+    def program(*values: Any) -> tuple[tuple[Any, ...], Any]:
+        frame = _Frame(layout, trace, holder, values)
+        diffs, pullback, arrays = jax.vjp(frame.outputs_of(), *frame.primals(), has_aux=True)
+        # The seed depends on the outputs' shapes and dtypes only: baked into the program.
+        seeds = frame.body.seed(list(diffs))
+        cotangents = tuple(jnp.asarray(c, dtype=d.dtype) for c, d in zip(seeds, diffs))
+        if layout.batched:
+            return arrays, jax.vmap(pullback)(cotangents)
+        return arrays, _constrained(pullback(cotangents), layout)
+
+    return program
 
 
-def forward(fn: LossFn, leaves: Sequence[Any], active: Sequence[bool]) -> list[Any]:
-    """``f``'s output leaves from one plain eager call (no differentiation)."""
-    with record() as rebuilt:
-        _, outs = fn(jax_values(leaves, active))
-    refuse_lost_writes(rebuilt, outs)
-    return list(outs)
+def _identity(basis: Basis) -> tuple[Any, ...]:
+    # leaf k's block: ones at (offset_k + i, i), shaped (total, *shape_k)
+    total, parts = basis
+    return tuple(
+        jnp.eye(total, size, k=-offset, dtype=dtype).reshape((total, *shape))
+        for offset, size, shape, dtype in parts
+    )
 
 
-def eager(
-    fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], numpy_semantics: bool | None
-) -> tuple[list[Any], tuple[Any, ...]]:
-    """``(output leaves, gradients of the active leaves)`` with ``jax.value_and_grad`` and
-    no ``jit``: for functions ``jit`` cannot trace, and inside enclosing differentiations
-    (the results then stay traced, so the enclosing call differentiates through them).
-    ``numpy_semantics`` as for :func:`make_program`; ``None`` inherits the enclosing
-    call's."""
-    vals = jax_values(leaves, active)
-    act = [i for i, a in enumerate(active) if a]
-    arrays_at = _array_positions(leaves)
+def _jvp(layout: Layout, trace: Trace, holder: Holder) -> Program:
+    def program(*values: Any) -> tuple[tuple[Any, ...], Any]:
+        frame = _Frame(layout, trace, holder, values)
+        primals = frame.primals()
+        basis = frame.body.basis
+        given = frame.rest if basis is None else _identity(basis)  # baked in: XLA folds it
+        tangents = tuple(jnp.asarray(t, dtype=p.dtype) for t, p in zip(given, primals))
+        outputs = frame.outputs_of()
+        if not layout.batched:
+            _, out_tangents, arrays = jax.jvp(outputs, primals, tangents, has_aux=True)
+            return arrays, out_tangents
 
-    def loss_of(act_values: tuple[Any, ...]) -> tuple[Any, list[Any]]:
-        full = list(vals)
-        for i, v in zip(act, act_values):
-            full[i] = v
-        with watching(numpy_semantics, [full[i] for i in arrays_at]), record() as rebuilt:
-            loss, outs = fn(full)
-        refuse_lost_writes(rebuilt, outs)
-        return as_loss(loss), list(outs)
+        def column(ts: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            _, out_tangents, arrays = jax.jvp(outputs, primals, ts, has_aux=True)
+            return arrays, out_tangents
 
-    (_, outs), grads = jax.value_and_grad(loss_of, has_aux=True)(tuple(vals[i] for i in act))
-    return outs, grads
+        # The outputs do not depend on the tangents: computed once, not per column.
+        return jax.vmap(column, out_axes=(None, 0))(tangents)
+
+    return program
 
 
-def _to_numpy(value: Any) -> Any:
-    # A writable copy: numpy views of jax buffers are read-only.
-    return np.array(value) if type(value) is ArrayImpl else value
+def appliers(trace: Trace, layout: Layout) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``(apply, apply_batched)``: jitted ``(jax pullback, cotangents) -> gradients``, one
+    per cotangent layout; the pullback is what the ``"vjp"`` program returned."""
+    dtypes = trace.diff_dtypes
 
+    def cast(cotangents: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(jnp.asarray(c, dtype=d) for c, d in zip(cotangents, dtypes))
 
-def finish(
-    out_leaves: list[Any],
-    grads: Sequence[Any],
-    leaves: Sequence[Any],
-    active: Sequence[bool],
-    jax_kind: bool,
-) -> tuple[list[Any], list[Any | None]]:
-    """Results in the caller's kinds: outputs as numpy unless a leaf was a jax array;
-    each gradient like its leaf (numpy array, jax array, Python float). Traced values of
-    an enclosing transformation are left as they are."""
-    if not jax_kind:
-        out_leaves = [_to_numpy(out) for out in out_leaves]
-    result: list[Any | None] = [None] * len(leaves)
-    k = 0
-    for i, is_active in enumerate(active):
-        if not is_active:
-            continue
-        grad = grads[k]
-        k += 1
-        if type(grad) is ArrayImpl:  # concrete: match the leaf's kind
-            leaf = leaves[i]
-            if type(leaf) is ArrayImpl:
-                if grad.dtype != leaf.dtype:
-                    grad = grad.astype(leaf.dtype)
-            elif isinstance(leaf, np.ndarray):
-                grad = np.array(grad, dtype=leaf.dtype)
-            elif not isinstance(leaf, jax.Array):
-                grad = type(leaf)(grad)  # a Python float (or numpy scalar)
-        result[i] = grad
-    return out_leaves, result
+    def apply(pullback: Any, cotangents: tuple[Any, ...]) -> Any:
+        return _constrained(pullback(cast(cotangents)), layout)
+
+    def apply_batched(pullback: Any, cotangents: tuple[Any, ...]) -> Any:
+        return jax.vmap(pullback)(cast(cotangents))
+
+    return jax.jit(apply), jax.jit(apply_batched)

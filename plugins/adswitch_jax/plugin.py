@@ -5,23 +5,45 @@ engine is first used, so ``import adswitch`` stays light and a missing jax only 
 engine unavailable (``BackendUnavailableError`` with ``pip install "adswitch[jax]"``).
 
 What it does:
-    * **Compiles once and reuses.** The first call of a function compiles one ``jax.jit``
-      program (loss, outputs and gradients); later calls with the same function, argument
-      structure, ties, activity, constant values, 64-bit mode and leaf shapes, dtypes,
-      weak types and shardings reuse it. Any change compiles a new program; at most 256
-      programs are kept (least recently used dropped first).
-    * **float64 stays float64** without touching jax's global flag: when a leaf is 64-bit
-      (float64, int64, complex128, or a Python float) the call runs inside
-      ``jax.enable_x64(True)``, and the 64-bit mode is part of the cache key.
+    * **Every primitive, native and compiled:** ``value_and_grad``, ``vjp`` (``jax.vjp``; its
+      pullback is a compiled program too, reusable, holding its own residuals),
+      ``vjp_apply`` (the seed baked into the program: a reverse Jacobian is one program,
+      ``vmap`` of the pullback over an identity basis, as ``jax.jacrev``) and ``jvp``
+      (``jax.jvp``, ``vmap`` for batches: a forward Jacobian is one program, a Hessian one
+      program -- forward over the inner gradient, as ``jax.hessian``). An identity basis
+      among a batch of tangents is baked in too (checked exactly), so XLA folds it away
+      as under ``jax.jacfwd``. Capabilities: ``forward``, ``batching``, ``nested``.
+    * **Compiles once and reuses.** One ``jax.jit`` program per primitive and cache key;
+      later calls with the same function, argument structure, ties, activity, constant
+      values, 64-bit mode and leaf shapes, dtypes, weak types and shardings reuse it. Any
+      change compiles a new program; at most 256 programs are kept (least recently used
+      dropped first). A prepared call (``ad.prepare``) keeps its program in its own slot
+      and skips the key.
+    * **Keyed on what a function is, not on the function object:** its code, and what it
+      reads from its closure, defaults and globals (:mod:`adswitch_jax._captures`). A
+      lambda written inside a loop is a new object on every pass but the same code and
+      captures: it reuses the first pass's program. **Floating arrays in the closure or
+      defaults are inputs of the program**, not constants baked into it: a new captured
+      array (the next batch) neither recompiles nor goes stale; only its shape and dtype
+      are in the key. Captured numbers, strings and other objects are in the key by value
+      or identity (each value its own program, like a ``Const`` leaf).
+    * **Keeps nothing of yours alive:** a cached program holds none of the arguments of
+      the call that compiled it, nor the function's closure; the functions and objects it
+      was keyed on are held by weak reference where Python allows.
+    * **float64 stays float64** without touching jax's global flag: when a leaf or a
+      captured array is 64-bit (float64, int64, complex128, or a Python float leaf) the
+      call (and a vjp's pullback) runs inside ``jax.enable_x64(True)``, and the 64-bit
+      mode is part of the cache key.
     * **Falls back, and says so once** (:class:`~adswitch_jax.notices.JaxFallbackWarning`):
       a function ``jit`` cannot trace (Python ``if``/``while`` on array values) runs
-      eagerly with ``jax.value_and_grad``; a function returning non-array outputs
-      (strings, numbers) gets its gradient compiled and, for ``withgradient``, its outputs
+      eagerly (the same jax transformations without ``jit``); a function returning
+      non-array outputs (strings, numbers) gets its derivatives compiled and its outputs
       from one extra eager call. A Python number made from a value being differentiated
       (``float(loss)`` inside ``f``) is impossible even eagerly: ``UnsupportedError``.
-    * **Nested gradients** (``ad.gradient`` inside ``f``, or inside a jax transformation of
-      your own) differentiate the enclosing call's traced values without ``jit``, so
-      second order, Hessian-vector products and deeper work.
+    * **Nested calls** (any operator inside ``f``, or inside a jax transformation of your
+      own) differentiate the enclosing call's traced values without ``jit``, so they are
+      traced into the enclosing program: second order, Hessian-vector products and
+      deeper work, compiled as one.
     * numpy in gives numpy out (writable copies); jax arrays in give jax arrays out, on
       their devices and with their shardings.
     * **jax pytrees are trees** (:meth:`JaxBackend.tree_node`): a class registered with
@@ -36,16 +58,20 @@ Limitations:
       in-place operator (``y *= 3``) on an argument or on a slice (a view in numpy) raises
       ``MutationError`` too, since jax would silently rebind instead of writing through;
       on fresh arrays it works. With jax arrays in, ``f`` has jax's semantics (rebinding).
-    * **What f reads besides its arguments is baked into the compiled program**, as
-      under ``jax.jit``: closure variables, globals, attributes of a bound method's
-      object. A guard checks before each reuse that these are still the same objects
-      (walking dicts, tuples, attributes and the functions found there, three levels
-      deep, at most 512 objects) and that captured numpy arrays hold the same values; a
-      change recompiles, and a function whose captured state changes on every call ends
-      up eager (warned once). Not guarded: lists (f's logs and counters) and anything
-      beyond those bounds -- pass data that changes as an argument (``ad.Const(data)``).
-      Python side effects in ``f`` (printing, counters) run when it is compiled, not on
-      every call.
+    * **What f reads from globals and objects is baked into the compiled program**, as
+      under ``jax.jit``: global arrays, attributes of a bound method's object, the
+      contents of dicts and objects it captures. A guard checks before each reuse that
+      these are still the same objects (walking dicts, tuples, attributes and the
+      functions found there, three levels deep, at most 512 objects) and that such numpy
+      arrays hold the same values; a change recompiles, and a function whose baked state
+      changes on every call ends up eager (warned once). Not guarded: lists (f's logs and
+      counters) and anything beyond those bounds -- pass data that changes as an
+      argument (``ad.Const(data)``) or capture it in a closure. Python side effects in
+      ``f`` (printing, counters) run when it is compiled, not on every call.
+    * **While a program is compiled**, the closure cells and defaults holding the arrays
+      ``f`` captures hold jax's traced values instead (restored right after, whatever
+      happens; other adswitch calls wait): code calling ``f`` directly from another thread
+      at that moment would see them.
     * **Duplicated with a jax shadow** cannot be updated in place (jax arrays are
       immutable): ``add_into`` raises ``ActivityError``. Pass the argument plain and use
       the returned gradient, or pass numpy arrays with numpy shadows.
@@ -81,6 +107,9 @@ from adswitch.spec import (
     Capabilities,
     EngineLoader,
     LossFn,
+    OutputFn,
+    Pullback,
+    SeedFn,
     hookimpl,
 )
 from adswitch_jax._pytrees import TreeNode
@@ -92,7 +121,8 @@ _INSTALL_HINT = 'pip install "adswitch[jax]"'
 
 
 class JaxBackend(BackendBase):
-    """The jax engine: compiled, cached ``jax.value_and_grad`` programs.
+    """The jax engine: compiled, cached programs of ``jax.vjp``, ``jax.jvp`` and
+    ``jax.value_and_grad``.
 
     Example:
         >>> JaxBackend().name
@@ -110,6 +140,8 @@ class JaxBackend(BackendBase):
         dtypes=("float16", "float32", "float64"),
         array_kinds=("numpy", "jax"),
         compiles=True,
+        forward=True,
+        batching=True,
     )
     array_modules: tuple[str, ...] = ("jax", "jaxlib")
 
@@ -137,6 +169,36 @@ class JaxBackend(BackendBase):
         result: tuple[list[Any], list[Any | None]] = self._load().value_and_grad(
             fn, leaves, active, info
         )
+        return result
+
+    def vjp(
+        self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    ) -> tuple[list[Any], Pullback]:
+        result: tuple[list[Any], Pullback] = self._load().vjp(fn, leaves, active, info)
+        return result
+
+    def vjp_apply(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        seed: SeedFn,
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any | None]]:
+        result: tuple[list[Any], list[Any | None]] = self._load().vjp_apply(
+            fn, leaves, active, seed, info
+        )
+        return result
+
+    def jvp(
+        self,
+        fn: OutputFn,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        tangents: Sequence[Any],
+        info: CallInfo,
+    ) -> tuple[list[Any], list[Any]]:
+        result: tuple[list[Any], list[Any]] = self._load().jvp(fn, leaves, active, tangents, info)
         return result
 
     def writable(self, value: Any) -> bool:

@@ -1,0 +1,88 @@
+"""How the jax engine runs one primitive call: compiled from the cache, eager, or nested.
+
+One call goes one of three ways:
+
+* **compiled** (top level, the call keyable): one ``jax.jit`` program per cache key
+  (:mod:`adswitch_jax._compiled`).
+* **eager** (the function cannot be traced under ``jit``, or cannot be keyed): the same
+  jax transformations without ``jit``. Said once per function with a warning.
+* **nested** (inside another differentiation): the transformations on the enclosing
+  call's traced values, so the results stay differentiable by the enclosing call.
+
+Imported only once jax is in use (it imports jax at the top).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from adswitch_jax._captures import Walk
+from adswitch_jax._compiled import CACHE, Prepared, compiled
+from adswitch_jax._errors import TRACE_FAILURES, translate
+from adswitch_jax._keys import Scan, scan
+from adswitch_jax._recall import recall
+from adswitch_jax._request import Request, eager_run, unkeyed
+
+__all__ = ["CACHE", "Request", "run"]
+
+_config: Any = jax.config  # its flags are dynamic attributes
+_SLOT = "adswitch_jax"  # this engine's entries in a prepared call's slot
+
+
+def run(request: Request) -> tuple[list[Any], Any]:
+    """``(output leaves, result)`` of one call, in the caller's kinds: the result is the
+    gradients per leaf (``value_and_grad``, ``vjp_apply``), the output tangents (``jvp``)
+    or a :class:`~adswitch_jax._pullback.Pullback` (``vjp``)."""
+    try:
+        return _run(request)
+    except Exception as exc:
+        if request.info.depth and isinstance(exc, TRACE_FAILURES):
+            # Inside an enclosing call, which may be tracing a program: let it see jax's
+            # error and run eagerly (it translates the error if even that fails).
+            raise
+        replacement = translate(exc)
+        if replacement is None:
+            raise
+        raise replacement from exc
+
+
+def _run(request: Request) -> tuple[list[Any], Any]:
+    info = request.info
+    state: Prepared | None = None
+    prepared = info.prepared
+    if prepared is not None and not info.depth:
+        slot_key = (_SLOT, request.primitive, request.batched, request.with_outputs)
+        state = prepared.get(slot_key)
+        if state is None:
+            state = prepared.setdefault(slot_key, Prepared(scan(request.leaves, request.active)))
+        found = state.scan
+    else:
+        found = scan(request.leaves, request.active)
+    traced = info.depth > 0 or found.traced
+    x64 = found.x64
+    captures: Walk | None = None
+    if not traced and info.cache_key is not None and not found.unhashable:
+        captures = recall(info.func)
+        x64 = x64 or captures.wide
+    if x64 and not _config.jax_enable_x64:
+        with jax.enable_x64(True):
+            return _route(request, found, captures, traced, x64, state)
+    return _route(request, found, captures, traced, x64, state)
+
+
+def _route(
+    request: Request,
+    found: Scan,
+    captures: Walk | None,
+    traced: bool,
+    x64: bool,
+    state: Prepared | None,
+) -> tuple[list[Any], Any]:
+    if traced:
+        # inside another differentiation: whatever the enclosing call had
+        return eager_run(request, found, None, x64)
+    if captures is None:
+        return unkeyed(request, found, x64)
+    return compiled(request, found, captures, x64, state)

@@ -1,0 +1,151 @@
+"""The primitives without ``jit``: for functions ``jit`` cannot trace or key, and inside
+enclosing differentiations (the leaves are then traced values and the results stay
+traced, so the enclosing call differentiates through them).
+
+``numpy_semantics`` as for :class:`~adswitch_jax._calls.Layout`; ``None`` inherits the
+enclosing call's. Imported only once jax is in use (it imports jax at the top).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from adswitch_jax._calls import as_array, as_loss, jax_values, run_f
+
+__all__ = ["EagerPullback", "value_and_grad", "vjp", "vjp_apply", "jvp"]
+
+
+class _Run:
+    """``f`` on the leaves with the active ones replaced, its output split: jax values
+    leave through jax's ``has_aux`` (so traced ones come out as their primal values),
+    the rest (strings, numbers) beside it."""
+
+    __slots__ = ("act", "arrays_at", "fn", "others", "semantics", "slots", "vals")
+
+    def __init__(
+        self, fn: Any, leaves: Sequence[Any], active: Sequence[bool], semantics: bool | None
+    ) -> None:
+        self.fn = fn
+        self.vals = jax_values(leaves, active)
+        self.act = [i for i, a in enumerate(active) if a]
+        self.arrays_at = [
+            i for i, leaf in enumerate(leaves) if isinstance(leaf, (np.ndarray, jax.Array))
+        ]
+        self.semantics = semantics
+        self.others: list[Any] = []
+        self.slots: list[int] = []
+
+    def primals(self) -> tuple[Any, ...]:
+        return tuple(self.vals[i] for i in self.act)
+
+    def __call__(self, act_values: Sequence[Any]) -> tuple[Any, tuple[Any, ...]]:
+        full = list(self.vals)
+        for i, v in zip(self.act, act_values):
+            full[i] = v
+        first, outs = run_f(self.fn, full, (), [], self.semantics, self.arrays_at)
+        self.others = list(outs)
+        self.slots = []
+        arrays = []
+        for pos, out in enumerate(outs):
+            if isinstance(out, jax.Array):
+                self.slots.append(pos)
+                arrays.append(out)
+                self.others[pos] = None
+        return first, tuple(arrays)
+
+    def outputs(self, arrays: Sequence[Any]) -> list[Any]:
+        out = list(self.others)
+        for pos, array in zip(self.slots, arrays):
+            out[pos] = array
+        return out
+
+    def differentiable(self) -> Callable[..., tuple[tuple[Any, ...], tuple[Any, ...]]]:
+        def outputs(*act_values: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            diffs, arrays = self(act_values)
+            return tuple(as_array(d) for d in diffs), arrays
+
+        return outputs
+
+
+def value_and_grad(
+    fn: Any, leaves: Sequence[Any], active: Sequence[bool], semantics: bool | None
+) -> tuple[list[Any], tuple[Any, ...]]:
+    """``(output leaves, gradients of the active leaves)`` with ``jax.value_and_grad``."""
+    run = _Run(fn, leaves, active, semantics)
+
+    def loss_of(act_values: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+        loss, arrays = run(act_values)
+        return as_loss(loss), arrays
+
+    (_, arrays), grads = jax.value_and_grad(loss_of, has_aux=True)(run.primals())
+    return run.outputs(arrays), grads
+
+
+class EagerPullback:
+    """The pullback of an eager ``jax.vjp``: ``(cotangents, batched) -> gradients``."""
+
+    __slots__ = ("dtypes", "pullback")
+
+    def __init__(self, pullback: Any, dtypes: Sequence[Any]) -> None:
+        self.pullback = pullback
+        self.dtypes = tuple(dtypes)
+
+    def __call__(self, cotangents: Sequence[Any], batched: bool) -> tuple[Any, ...]:
+        cast = tuple(jnp.asarray(c, dtype=d) for c, d in zip(cotangents, self.dtypes))
+        if batched:
+            return jax.vmap(self.pullback)(cast)  # type: ignore[no-any-return]
+        return self.pullback(cast)  # type: ignore[no-any-return]
+
+
+def vjp(
+    fn: Any, leaves: Sequence[Any], active: Sequence[bool], semantics: bool | None
+) -> tuple[list[Any], EagerPullback]:
+    """``(output leaves, pullback)`` with ``jax.vjp``."""
+    run = _Run(fn, leaves, active, semantics)
+    diffs, pullback, arrays = jax.vjp(run.differentiable(), *run.primals(), has_aux=True)
+    return run.outputs(arrays), EagerPullback(pullback, [d.dtype for d in diffs])
+
+
+def vjp_apply(
+    fn: Any,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    semantics: bool | None,
+    seed: Callable[[Sequence[Any]], list[Any]],
+    batched: bool,
+) -> tuple[list[Any], tuple[Any, ...]]:
+    """``(output leaves, gradients)`` of ``jax.vjp`` pulled back at ``seed(outputs)``."""
+    run = _Run(fn, leaves, active, semantics)
+    diffs, pullback, arrays = jax.vjp(run.differentiable(), *run.primals(), has_aux=True)
+    grads = EagerPullback(pullback, [d.dtype for d in diffs])(seed(list(diffs)), batched)
+    return run.outputs(arrays), grads
+
+
+def jvp(
+    fn: Any,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    semantics: bool | None,
+    tangents: Sequence[Any],
+    batched: bool,
+) -> tuple[list[Any], tuple[Any, ...]]:
+    """``(output leaves, output tangents)`` with ``jax.jvp`` (``jax.vmap`` for batches)."""
+    run = _Run(fn, leaves, active, semantics)
+    primals = run.primals()
+    cast = tuple(jnp.asarray(t, dtype=jnp.result_type(p)) for t, p in zip(tangents, primals))
+    outputs = run.differentiable()
+    if not batched:
+        _, out_tangents, arrays = jax.jvp(outputs, primals, cast, has_aux=True)
+        return run.outputs(arrays), out_tangents
+
+    def column(ts: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        _, out_tangents, arrays = jax.jvp(outputs, primals, ts, has_aux=True)
+        return arrays, out_tangents
+
+    arrays, out_tangents = jax.vmap(column, out_axes=(None, 0))(cast)
+    return run.outputs(arrays), out_tangents

@@ -1,0 +1,142 @@
+"""The parts of a program's cache key that come from the call: the argument structure
+(from the front end's key, without the function) and the leaves' signature.
+
+Imported only once jax is in use (it imports jax at the top).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.core import Tracer
+
+from adswitch.spec import CallInfo
+
+__all__ = ["ArrayImpl", "NUMERIC", "Scan", "scan", "static_token", "structure_of"]
+
+ArrayImpl = type(jax.numpy.zeros(()))
+NUMERIC = frozenset("biufc")
+# Any of these among the leaves turns 64-bit mode on for the call: without it jax would
+# silently compute (or truncate) them in 32 bits.
+WIDE = frozenset(np.dtype(t) for t in ("float64", "int64", "uint64", "complex128"))
+_ABSENT = object()
+
+
+def structure_of(info: CallInfo) -> Hashable:
+    """The front end's cache key less the user's function: the argument structure, ties,
+    activity, constant leaf values and operator that a program is specialised to.
+
+    The engine identifies the function itself by what it is (:mod:`adswitch_jax._captures`),
+    so that a new function object computing the same thing finds the program. Uses
+    ``info.structure_key`` when the front end provides it (proposed); until then this
+    shim drops the function from the key's known layouts, ``(f, ...)`` and
+    ``((f, ...), extra)``, and keeps any other layout whole (the function's identity
+    stays in the key: correct, only not shared between look-alike functions).
+
+    Example:
+        >>> f = len
+        >>> structure_of(CallInfo(0, (f, "args", (True,)), func=f))
+        ('args', (True,))
+        >>> structure_of(CallInfo(0, ((f, "args"), ("vjp", False)), func=f))
+        (('args',), ('vjp', False))
+    """
+    explicit = getattr(info, "structure_key", _ABSENT)
+    if explicit is not _ABSENT:
+        return explicit
+    key, func = info.cache_key, info.func
+    if type(key) is tuple and key:
+        head = key[0]
+        if head is func:
+            return key[1:]
+        if len(key) == 2 and type(head) is tuple and head and head[0] is func:
+            return (head[1:], key[1])
+    return key
+
+
+def static_token(leaf: Any) -> Hashable:
+    """How a leaf baked into a program (an inactive non-array) enters the key: by value,
+    with its type (hex tells -0.0 from 0.0 and makes nan equal to itself)."""
+    kind = type(leaf)
+    return (kind, leaf.hex() if kind is float else leaf)
+
+
+class Scan:
+    """What the leaves decide about a call's program.
+
+    Attributes:
+        sig: per leaf, what the program is specialised to (shape, dtype, weak type and
+            sharding of arrays; the value of constants).
+        dyn: positions of the leaves passed to the program as arguments.
+        static: positions of the leaves baked into it.
+        x64: some leaf is 64-bit (the call runs in 64-bit mode).
+        jax_kind: some leaf is a jax array (results come back as jax arrays).
+        traced: some leaf is a traced value of an enclosing transformation.
+        unhashable: a non-numeric numpy array among the leaves (no key possible).
+    """
+
+    __slots__ = ("dyn", "jax_kind", "sig", "static", "traced", "unhashable", "x64")
+
+    def __init__(self) -> None:
+        self.sig: tuple[Any, ...] = ()
+        self.dyn: list[int] = []
+        self.static: list[int] = []
+        self.x64 = False
+        self.jax_kind = False
+        self.traced = False
+        self.unhashable = False
+
+
+def scan(leaves: Sequence[Any], active: Sequence[bool]) -> Scan:
+    """The :class:`Scan` of one call's leaves."""
+    out = Scan()
+    x64 = jax_kind = traced = False
+    sig: list[Any] = []
+    dyn = out.dyn
+    for i, leaf in enumerate(leaves):
+        t = type(leaf)
+        if t is ArrayImpl:
+            jax_kind = True
+            aval = leaf.aval  # shape, dtype and weak type in one cheap, hashable value
+            sig.append((aval, leaf.sharding))
+            x64 = x64 or aval.dtype in WIDE
+            dyn.append(i)
+        elif t is np.ndarray:
+            dtype = leaf.dtype
+            if dtype.kind not in NUMERIC:
+                out.unhashable = True
+                sig.append(None)
+                continue
+            sig.append((leaf.shape, dtype))
+            x64 = x64 or dtype in WIDE
+            dyn.append(i)
+        elif isinstance(leaf, jax.Array):  # tracers of an enclosing transformation
+            jax_kind = True
+            traced = traced or isinstance(leaf, Tracer)
+            sig.append((leaf.shape, leaf.dtype, getattr(leaf, "weak_type", False)))
+            x64 = x64 or leaf.dtype in WIDE
+            dyn.append(i)
+        elif active[i]:  # a Python float: a double, so 64-bit
+            x64 = True
+            sig.append(t)
+            dyn.append(i)
+        else:
+            out.static.append(i)
+            sig.append(static_token(leaf))
+    out.sig = tuple(sig)
+    out.x64, out.jax_kind, out.traced = x64, jax_kind, traced
+    return out
+
+
+def tangent_sig(tangents: Sequence[Any]) -> tuple[Any, ...]:
+    """What a jvp program is specialised to in its tangents (kinds, shapes, dtypes)."""
+    return tuple(
+        None
+        if t is None
+        else (type(t), t.shape, t.dtype)
+        if hasattr(t, "dtype") and hasattr(t, "shape")
+        else type(t)
+        for t in tangents
+    )
