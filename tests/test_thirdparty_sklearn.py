@@ -141,8 +141,8 @@ OK, MUT = "ok", "MutationError"
 # (`_assert_all_finite`, utils/validation.py), so the jax engine runs it eagerly, where a
 # jax tracer's device is None and `xp.asarray(Y)`'s is cpu:0: functions that compare the
 # devices (rbf_kernel, euclidean_distances) raise scikit-learn's own `ValueError: Input
-# arrays use different devices` (plain `jax.grad` of the same code does too); nested, jax
-# cannot run the check at all (UnsupportedError). `assume_finite=True` skips the check:
+# arrays use different devices` (plain `jax.grad` of the same code does too), nested as
+# well. `assume_finite=True` skips the check:
 # then jax compiles and differentiates these.
 DEVICES = "ValueError"
 EXPECTED: dict[str, dict[str, str]] = {
@@ -153,7 +153,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "euclidean_distances": {"tape": OK, "torch": OK, "jax": DEVICES},
     "euclidean_distances_self": {"tape": OK, "torch": OK, "jax": MUT},
     "polynomial_kernel": {"tape": OK, "torch": OK, "jax": OK},
-    "nested_rbf_kernel_hvp": {"tape": OK, "torch": OK, "jax": "UnsupportedError"},
+    "nested_rbf_kernel_hvp": {"tape": OK, "torch": OK, "jax": DEVICES},
     "rbf_kernel_assume_finite": {"tape": OK, "torch": OK, "jax": OK},
     "nested_rbf_kernel_hvp_assume_finite": {"tape": OK, "torch": OK, "jax": OK},
 }
