@@ -16,6 +16,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from .power import pow
+from .writes import copy_of
 from .xp_searching import where
 from .xp_support import is_traced, unsupported, untraced
 
@@ -113,8 +114,8 @@ nextafter = unsupported("nextafter", np.nextafter)
 
 
 def positive(x: Any, /) -> Any:
-    """``+x``; a traced array is immutable, so it is its own copy."""
-    return x if is_traced(x) else np.positive(x)
+    """``+x``: a new array, as numpy's (traced arrays can be written, so it is a copy)."""
+    return copy_of(x) if is_traced(x) else np.positive(x)
 
 
 def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
@@ -131,5 +132,10 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
 
 
 def copysign(x1: Any, x2: Any, /) -> Any:
-    """``|x1|`` with the sign of ``x2``; differentiable in ``x1`` (``x2``'s derivative is 0)."""
-    return anp.abs(x1) * np.where(np.signbit(np.asarray(untraced(x2))), -1.0, 1.0)
+    """``|x1|`` with the sign of ``x2``; differentiable in ``x1`` (``x2``'s derivative is 0;
+    at ``x1 == 0`` the derivative is 0, as ``abs``'s)."""
+    if not is_traced(x1):
+        return np.copysign(x1, untraced(x2))
+    dtype = np.result_type(untraced(x1), untraced(x2))
+    sign = np.where(np.signbit(np.asarray(untraced(x2))), -1, 1).astype(dtype)
+    return anp.abs(x1) * sign

@@ -66,7 +66,7 @@ def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
     return anp.moveaxis(x, source, destination)
 
 
-def expand_dims(x: Any, /, *, axis: int = 0) -> Any:
+def expand_dims(x: Any, /, axis: int = 0) -> Any:
     """Insert a length-1 axis at ``axis``."""
     return anp.expand_dims(x, axis)
 

@@ -1,27 +1,57 @@
 """The Array API's searching functions: ``where`` (differentiable) and index finders.
 
 ``argmax``, ``argmin``, ``nonzero`` and ``searchsorted`` return integer positions, which
-have no derivative; ``where`` is differentiable in both branches.
+have no derivative: they look at a traced array's value. ``where`` is differentiable in
+both branches.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import autograd.numpy as anp
 import numpy as np
 
 from .xp_manipulation import broadcast_to
-from .xp_support import is_traced
+from .xp_support import is_traced, untraced
 
 __all__ = ["argmax", "argmin", "nonzero", "searchsorted", "where"]
 
-argmax, argmin, nonzero = anp.argmax, anp.argmin, anp.nonzero
-searchsorted = anp.searchsorted
+
+def argmax(x: Any, /, *, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Index of the (first) maximum along ``axis`` (of the flattened array when None)."""
+    return np.argmax(untraced(x), axis=axis, keepdims=keepdims)
+
+
+def argmin(x: Any, /, *, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Index of the (first) minimum along ``axis`` (of the flattened array when None)."""
+    return np.argmin(untraced(x), axis=axis, keepdims=keepdims)
+
+
+def nonzero(x: Any, /) -> tuple[Any, ...]:
+    """The indices of the non-zero elements, one array per axis (0-d arrays refused, as
+    the standard asks)."""
+    value = np.asarray(untraced(x))
+    if value.ndim == 0:
+        raise ValueError("nonzero: a 0-d array has no axes to index; reshape it to 1-d first")
+    return np.nonzero(value)
+
+
+def searchsorted(
+    x1: Any,
+    x2: Any,
+    /,
+    *,
+    side: Literal["left", "right"] = "left",
+    sorter: Any = None,
+) -> Any:
+    """Where the elements of ``x2`` would be inserted into the sorted 1-d ``x1``."""
+    return np.searchsorted(untraced(x1), untraced(x2), side=side, sorter=untraced(sorter))
 
 
 def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     """``x1`` where ``condition`` holds, else ``x2``; differentiable in both branches."""
+    condition = untraced(condition)
     shape = np.broadcast_shapes(np.shape(condition), anp.shape(x1), anp.shape(x2))
     # autograd's where rule does not sum over broadcast axes: broadcast traced inputs first.
     if is_traced(x1) and anp.shape(x1) != shape:

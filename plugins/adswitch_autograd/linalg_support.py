@@ -1,0 +1,236 @@
+"""What the ``linalg`` rules share: batched matrix algebra written with differentiable
+operations (so every rule is itself differentiable, to any order), the triangle a
+symmetric input is read from, and the tests for degenerate spectra.
+
+Every rule is written for a stack of matrices (``(..., M, N)``) and for real floating
+dtypes; constants it makes take the input's dtype, so a float32 input gets float32
+derivatives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import autograd.numpy as anp
+import numpy as np
+from autograd.extend import defjvp, defvjp, primitive
+from autograd.numpy.numpy_vjps import unbroadcast
+
+from adswitch.errors import UnsupportedError
+
+from .boxes import raw_value
+from .xp_support import is_traced
+
+__all__ = [
+    "ROTATION_FIX",
+    "T",
+    "check_rotation",
+    "check_tangent",
+    "check_values",
+    "close_pairs",
+    "diag_matrix",
+    "differences",
+    "eye",
+    "inverse_gaps",
+    "lower_read",
+    "lower_tangent",
+    "matmul",
+    "refuse",
+    "solve_left",
+    "solve_right",
+    "spread",
+    "upper_read",
+    "upper_tangent",
+]
+
+matmul = anp.matmul
+
+
+def T(a: Any) -> Any:
+    """The transpose of each matrix of a stack.
+
+    Example:
+        >>> T(np.arange(6.0).reshape(2, 3)).shape
+        (3, 2)
+    """
+    return anp.swapaxes(a, -1, -2)
+
+
+def eye(n: int, like: Any) -> np.ndarray:
+    """The ``n`` by ``n`` identity in ``like``'s dtype."""
+    return np.eye(n, dtype=np.result_type(raw_value(like)))
+
+
+@primitive  # type: ignore[untyped-decorator]
+def solve_left(a: Any, b: Any) -> Any:
+    """``a^{-1} b`` for stacks of square ``a`` and of matrices ``b`` (their stack axes
+    broadcast, as numpy's ``solve`` of a ``b`` with two or more axes); differentiable in
+    both, to any order. A singular ``a`` raises numpy's ``LinAlgError``.
+
+    Example:
+        >>> solve_left(2.0 * np.eye(2), np.ones((2, 1)))
+        array([[0.5],
+               [0.5]])
+    """
+    return np.linalg.solve(a, b)
+
+
+def _solve_vjp_a(ans: Any, a: Any, b: Any) -> Any:
+    meta = anp.metadata(a)
+    # d(a^{-1} b) = -a^{-1} da x: the cotangent of a is -(a^{-T} g) x^T
+    return lambda g: unbroadcast(-matmul(solve_left(T(a), g), T(ans)), meta)
+
+
+def _solve_vjp_b(ans: Any, a: Any, b: Any) -> Any:
+    meta = anp.metadata(b)
+    return lambda g: unbroadcast(solve_left(T(a), g), meta)
+
+
+defvjp(solve_left, _solve_vjp_a, _solve_vjp_b)
+defjvp(
+    solve_left,
+    lambda g, ans, a, b: -solve_left(a, matmul(g, ans)),
+    lambda g, ans, a, b: solve_left(a, g),
+)
+
+
+def solve_right(b: Any, a: Any) -> Any:
+    """``b a^{-1}`` for stacks of matrices ``b`` and square ``a``: ``(a^{-T} b^T)^T``."""
+    return T(solve_left(T(a), T(b)))
+
+
+def lower_read(g: Any) -> Any:
+    """The gradient with respect to a matrix of which only the lower triangle is read (as
+    a symmetric matrix, ``M = tril(A) + tril(A, -1)^T``), from the gradient ``g`` with
+    respect to ``M``: ``tril(g) + tril(g^T, -1)``. Above the diagonal it is zero: those
+    elements are never read. For an input that is symmetric by construction (built from
+    parameters), its parameters' gradient is the one the symmetric convention gives."""
+    return anp.tril(g) + anp.tril(T(g), -1)
+
+
+def upper_read(g: Any) -> Any:
+    """As :func:`lower_read`, for a matrix of which only the upper triangle is read."""
+    return anp.triu(g) + anp.triu(T(g), 1)
+
+
+def lower_tangent(t: Any) -> Any:
+    """The tangent of ``M = tril(A) + tril(A, -1)^T`` from ``A``'s tangent ``t``."""
+    return anp.tril(t) + T(anp.tril(t, -1))
+
+
+def upper_tangent(t: Any) -> Any:
+    """The tangent of ``M = triu(A) + triu(A, 1)^T`` from ``A``'s tangent ``t``."""
+    return anp.triu(t) + T(anp.triu(t, 1))
+
+
+def close_pairs(values: np.ndarray) -> np.ndarray:
+    """``(..., n, n)`` booleans: which pairs ``i != j`` of each row of ``values`` (sorted
+    eigen- or singular values, ``(..., n)``) are equal to within rounding -- a degenerate
+    spectrum, where eigen- and singular vectors are not unique.
+
+    Rounding: ``8 n eps`` times the largest magnitude of the row (LAPACK's computed
+    eigenvalues of a matrix with a repeated one differ by a few ``eps ||A||``).
+
+    Example:
+        >>> close_pairs(np.array([1.0, 1.0, 2.0]))[0]
+        array([False,  True, False])
+    """
+    values = np.asarray(values)
+    n = values.shape[-1]
+    eps = np.finfo(values.dtype).eps
+    scale = np.max(np.abs(values), axis=-1, keepdims=True)[..., None] if n else 0.0
+    gaps = np.abs(values[..., :, None] - values[..., None, :])
+    return (gaps <= 8 * n * eps * scale) & ~np.eye(n, dtype=bool)
+
+
+def spread(values: Any, mask: np.ndarray, scale: Any) -> bool:
+    """Whether the entries of ``values`` picked by ``mask`` are not all zero to within
+    ``sqrt(eps)`` times the largest magnitude in ``scale`` (a generous rounding: what is
+    tested is whether a derivative exists, not a value).
+
+    Example:
+        >>> spread(np.array([0.0, 1e-12]), np.array([True, True]), np.array([1.0]))
+        False
+    """
+    values = np.asarray(raw_value(values))
+    if not mask.any():
+        return False
+    scale = np.asarray(raw_value(scale))
+    eps = np.finfo(np.result_type(values, np.float32)).eps
+    bound = np.sqrt(eps) * (float(np.max(np.abs(scale))) if scale.size else 0.0)
+    return bool(np.any(np.abs(values[mask]) > bound))
+
+
+def differences(values: Any) -> np.ndarray:
+    """``(..., n, n)``: ``values[..., i] - values[..., j]`` of the concrete ``values``."""
+    values = np.asarray(raw_value(values))
+    return values[..., :, None] - values[..., None, :]
+
+
+def inverse_gaps(values: Any, skip: np.ndarray) -> Any:
+    """``F[..., i, j] = 1 / (values[..., j] - values[..., i])``, 0 on the diagonal and
+    where ``skip``; differentiable in ``values``."""
+    gaps = values[..., None, :] - values[..., :, None]
+    masked = skip | np.eye(np.shape(skip)[-1], dtype=bool)
+    return anp.where(masked, 0.0, 1.0 / anp.where(masked, 1.0, gaps))
+
+
+def diag_matrix(values: Any) -> Any:
+    """The diagonal matrices of a stack of vectors ``(..., n)``."""
+    n = anp.shape(values)[-1]
+    return values[..., :, None] * eye(n, values)
+
+
+ROTATION_FIX = (
+    "differentiate a function of the eigenvectors that does not depend on their basis "
+    "within the eigenspace (a projector V_k V_k^T onto all of it), or of the eigenvalues"
+)
+
+
+def check_values(name: str, cotangent: Any, close: np.ndarray) -> None:
+    """Equal eigen- or singular values must get equal cotangents (``cotangent``: their
+    ``(..., n)`` cotangents), and those must be concrete to be checked."""
+    if not close.any():
+        return
+    if is_traced(cotangent):
+        raise refuse(name, "it has a repeated value, and the cotangent is traced", ROTATION_FIX)
+    if spread(differences(cotangent), close, cotangent):
+        raise refuse(
+            name,
+            "two equal values get different cotangents, and neither has a derivative of "
+            "its own where they meet",
+            "differentiate a symmetric function of equal values (their sum)",
+        )
+
+
+def check_rotation(name: str, coupling: Any, close: np.ndarray) -> None:
+    """The cotangent's rotation part within each repeated eigenspace must vanish:
+    ``coupling`` is ``V^T Vbar - Vbar^T V`` (or its SVD analogue)."""
+    if close.any() and spread(coupling, close, coupling):
+        raise refuse(
+            name,
+            "the loss depends on which basis of a repeated eigenspace the vectors are",
+            ROTATION_FIX,
+        )
+
+
+def check_tangent(name: str, block: Any, close: np.ndarray) -> None:
+    """Forward mode at a repeated value: the tangent must not mix the eigenspace
+    (``block``: ``V^T dA V``, its off-diagonal entries within the eigenspace zero)."""
+    if not close.any():
+        return
+    if is_traced(block) or spread(block, close, block):
+        raise refuse(
+            name,
+            "forward mode at a repeated eigen- or singular value, in a direction that "
+            "splits it (the derivative there is not linear in the direction)",
+            "use reverse mode (ad.gradient), which computes it for basis-independent "
+            "functions, or move away from the repeated value",
+        )
+
+
+def refuse(name: str, why: str, fix: str) -> UnsupportedError:
+    """The error for a derivative that does not exist at this point."""
+    return UnsupportedError(
+        f"autograd (HIPS) via adswitch: linalg.{name} has no derivative here: {why}. Fix: {fix}"
+    )
