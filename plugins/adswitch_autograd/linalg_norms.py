@@ -25,7 +25,7 @@ import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
 from .boxes import raw_value
-from .linalg_factors import singular_slope, svd_packed, unpack_svd
+from .linalg_factors import singular_slope
 from .linalg_support import close_pairs
 
 __all__ = ["matrix_norm", "vector_norm"]
@@ -104,10 +104,8 @@ defvjp(vector_norm, _vector_vjp)
 defjvp(vector_norm, _vector_jvp)
 
 
-def _spectral_weights(x: Any, ord: Any) -> np.ndarray:
-    """The weights of the singular values in ``ord``'s norm (shared among ties)."""
-    m, n = np.shape(raw_value(x))[-2:]
-    _, s, _ = unpack_svd(svd_packed(np.asarray(raw_value(x))), m, n)
+def _spectral_weights(s: np.ndarray, ord: Any) -> np.ndarray:
+    """The weights of the singular values ``s`` in ``ord``'s norm (shared among ties)."""
     if ord == "nuc":
         return np.ones_like(s)
     extreme = s[..., :1] if ord == 2 else s[..., -1:]
@@ -123,7 +121,8 @@ def _matrix_slope(x: Any, norm: Any, ord: Any) -> Any:
     if ord in ("fro", None):
         return anp.where(zero, 0.0, x / anp.where(zero, 1.0, norm))
     if ord in (2, -2, "nuc"):
-        return singular_slope(x, _spectral_weights(x, ord), name="matrix_norm")
+        s = np.linalg.svdvals(value)
+        return singular_slope(x, _spectral_weights(s, ord), s, name="matrix_norm")
     sign = np.sign(value).astype(value.dtype)
     # 1 and -1: column sums (over axis -2); inf and -inf: row sums (over axis -1)
     along = -2 if ord in (1, -1) else -1

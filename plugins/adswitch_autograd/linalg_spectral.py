@@ -1,8 +1,11 @@
 """``linalg`` rules for the symmetric eigendecomposition and the Cholesky factor:
-``eigh``, ``eigvalsh``, ``cholesky``.
+``eigh`` (its eigenvalues and its eigenvectors, one primitive each), ``eigvalsh``,
+``cholesky``.
 
-Each is a primitive computing numpy's value (a decomposition packed into one array, so
-that autograd sees one output), with a VJP written in differentiable operations and a JVP.
+Each is a primitive computing numpy's value, with a VJP written in differentiable
+operations (so derivatives of every order exist) and a JVP. Eigenvalues:
+``dw_i = v_i^T dA v_i``; eigenvectors: ``dV = V (F o (V^T dA V))``, ``F_ij = 1 / (w_j -
+w_i)``.
 
 Which elements are read: numpy's ``eigh``, ``eigvalsh`` and ``cholesky`` read only the
 lower triangle of the input (``cholesky(upper=True)``: the upper one), as a symmetric
@@ -13,16 +16,16 @@ to what it is built from is the symmetric convention's.
 
 Degeneracy -- a repeated eigenvalue, to within rounding (:func:`.linalg_support.close_pairs`):
 
-* the eigenvectors of a repeated eigenvalue are any rotation of one another, so only a
-  function that does not care which (a projector ``V_k V_k^T`` onto the whole eigenspace,
-  ``V diag(f(w)) V^T``) has a derivative there. Reverse mode checks it -- the cotangent's
-  rotation part within the eigenspace must vanish -- and computes the derivative without
-  the (infinite) gap terms; otherwise ``UnsupportedError``;
-* equal eigenvalues with different cotangents (a loss on one of two equal eigenvalues,
-  which has a kink there) are refused; a symmetric function of them (their sum) is fine;
-* forward mode (and reverse mode with a traced cotangent, where the check cannot be made)
-  is refused at a repeated eigenvalue unless the tangent keeps the eigenspace's basis
-  (its block of ``V^T dA V`` is diagonal).
+* functions of the eigenvalues: the first derivative in reverse mode exists for
+  functions symmetric in the repeated ones (their sum: ``V_k V_k^T`` spread equally), and
+  is computed; equal eigenvalues with different cotangents (a loss on one of two equal
+  eigenvalues, which has a kink there) are refused, and so are forward mode in a direction
+  that splits the repeated value (not linear there) and higher derivatives (they go
+  through the eigenvectors);
+* functions of the eigenvectors: refused (``UnsupportedError``). The eigenvectors of a
+  repeated eigenvalue are any rotation of one another, and their cotangent does not
+  determine a derivative: ``sum(V diag(w - 1) V^T)`` and ``sum(w)`` give the same
+  cotangents at the identity and have the gradients ``ones`` and ``I``.
 
 Sign convention: each eigenvector's sign is LAPACK's, which is piecewise constant but not
 otherwise fixed: differentiate quantities that do not depend on it (``v v^T``, ``w``).
@@ -42,99 +45,96 @@ from autograd.extend import defjvp, defvjp, primitive
 
 from .boxes import raw_value
 from .linalg_support import (
-    ROTATION_FIX,
     T,
-    check_rotation,
     check_tangent,
     check_values,
     close_pairs,
-    diag_matrix,
+    diagonal,
     inverse_gaps,
     lower_read,
     lower_tangent,
     matmul,
-    refuse,
+    refuse_vectors,
     solve_left,
     upper_read,
     upper_tangent,
 )
-from .xp_support import is_traced
 
-__all__ = ["cholesky", "eigh_packed", "eigvalsh", "unpack_eigh"]
+__all__ = ["cholesky", "eigenvalues", "eigenvectors", "eigvalsh"]
+
+_REPEATED = "the matrix has a repeated eigenvalue"
 
 
 @primitive  # type: ignore[untyped-decorator]
-def eigh_packed(a: Any) -> Any:
-    """numpy's ``eigh`` of each matrix of a stack, as one array ``(..., n + 1, n)``: the
-    eigenvalues (ascending) in row 0, the eigenvectors (columns) below."""
-    w, v = np.linalg.eigh(a)
-    return np.concatenate([w[..., None, :], v], axis=-2)
+def eigenvalues(a: Any) -> Any:
+    """The eigenvalues numpy's ``eigh`` gives each matrix of a stack (ascending)."""
+    return np.linalg.eigh(a)[0]
 
 
-def unpack_eigh(packed: Any) -> tuple[Any, Any]:
-    """``(eigenvalues, eigenvectors)`` of :func:`eigh_packed`'s array (differentiable)."""
-    return packed[..., 0, :], packed[..., 1:, :]
+@primitive  # type: ignore[untyped-decorator]
+def eigenvectors(a: Any) -> Any:
+    """The eigenvectors (columns) numpy's ``eigh`` gives each matrix of a stack."""
+    return np.linalg.eigh(a)[1]
 
 
-def _eigh_vjp(ans: Any, a: Any) -> Any:
+def _values_vjp(name: str) -> Any:
+    def maker(ans: Any, a: Any) -> Any:
+        def vjp(g: Any) -> Any:
+            check_values(name, g, close_pairs(raw_value(ans)))
+            v = eigenvectors(a)
+            return lower_read(matmul(v * g[..., None, :], T(v)))
+
+        return vjp
+
+    return maker
+
+
+def _values_jvp(name: str) -> Any:
+    def jvp(g: Any, ans: Any, a: Any) -> Any:
+        v = eigenvectors(a)
+        block = matmul(matmul(T(v), lower_tangent(g)), v)
+        check_tangent(name, block, close_pairs(raw_value(ans)))
+        return diagonal(block)
+
+    return jvp
+
+
+def _vectors_vjp(ans: Any, a: Any) -> Any:
     def vjp(g: Any) -> Any:
-        w, v = unpack_eigh(ans)
-        w_bar, v_bar = unpack_eigh(g)
+        w = eigenvalues(a)
         close = close_pairs(raw_value(w))
-        coupling = matmul(T(v), v_bar)
         if close.any():
-            if is_traced(g):
-                raise refuse(
-                    "eigh", "it has a repeated eigenvalue, and the cotangent is traced",
-                    ROTATION_FIX,
-                )  # fmt: skip
-            check_values("eigh", w_bar, close)
-            check_rotation("eigh", coupling - T(coupling), close)
-        inner = diag_matrix(w_bar) + inverse_gaps(w, close) * coupling
-        return lower_read(matmul(matmul(v, inner), T(v)))
+            raise refuse_vectors("eigh", _REPEATED)
+        inner = inverse_gaps(w, close) * matmul(T(ans), g)
+        return lower_read(matmul(matmul(ans, inner), T(ans)))
 
     return vjp
 
 
-def _eigh_jvp(g: Any, ans: Any, a: Any) -> Any:
-    w, v = unpack_eigh(ans)
-    block = matmul(matmul(T(v), lower_tangent(g)), v)
+def _vectors_jvp(g: Any, ans: Any, a: Any) -> Any:
+    w = eigenvalues(a)
     close = close_pairs(raw_value(w))
-    check_tangent("eigh", block, close)
-    dw = anp.diagonal(block, axis1=-2, axis2=-1)
-    dv = matmul(v, inverse_gaps(w, close) * block)
-    return anp.concatenate([dw[..., None, :], dv], axis=-2)
+    if close.any():
+        raise refuse_vectors("eigh", _REPEATED)
+    block = matmul(matmul(T(ans), lower_tangent(g)), ans)
+    return matmul(ans, inverse_gaps(w, close) * block)
 
 
-defvjp(eigh_packed, _eigh_vjp)
-defjvp(eigh_packed, _eigh_jvp)
+defvjp(eigenvalues, _values_vjp("eigh"))
+defjvp(eigenvalues, _values_jvp("eigh"))
+defvjp(eigenvectors, _vectors_vjp)
+defjvp(eigenvectors, _vectors_jvp)
 
 
 @primitive  # type: ignore[untyped-decorator]
 def eigvalsh(a: Any) -> Any:
     """numpy's ``eigvalsh`` of each matrix of a stack (differentiable; the eigenvectors
-    its derivative needs come from :func:`eigh_packed`)."""
+    its derivative needs come from :func:`eigenvectors`)."""
     return np.linalg.eigvalsh(a)
 
 
-def _eigvalsh_vjp(ans: Any, a: Any) -> Any:
-    def vjp(g: Any) -> Any:
-        check_values("eigvalsh", g, close_pairs(raw_value(ans)))
-        _, v = unpack_eigh(eigh_packed(a))
-        return lower_read(matmul(v * g[..., None, :], T(v)))
-
-    return vjp
-
-
-def _eigvalsh_jvp(g: Any, ans: Any, a: Any) -> Any:
-    _, v = unpack_eigh(eigh_packed(a))
-    block = matmul(matmul(T(v), lower_tangent(g)), v)
-    check_tangent("eigvalsh", block, close_pairs(raw_value(ans)))
-    return anp.diagonal(block, axis1=-2, axis2=-1)
-
-
-defvjp(eigvalsh, _eigvalsh_vjp)
-defjvp(eigvalsh, _eigvalsh_jvp)
+defvjp(eigvalsh, _values_vjp("eigvalsh"))
+defjvp(eigvalsh, _values_jvp("eigvalsh"))
 
 
 @primitive  # type: ignore[untyped-decorator]

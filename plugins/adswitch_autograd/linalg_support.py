@@ -19,23 +19,25 @@ from autograd.numpy.numpy_vjps import unbroadcast
 from adswitch.errors import UnsupportedError
 
 from .boxes import raw_value
+from .writes import buffer_write
 from .xp_support import is_traced
 
 __all__ = [
-    "ROTATION_FIX",
     "T",
-    "check_rotation",
     "check_tangent",
     "check_values",
     "close_pairs",
     "diag_matrix",
+    "diagonal",
     "differences",
     "eye",
     "inverse_gaps",
     "lower_read",
     "lower_tangent",
     "matmul",
+    "negligible",
     "refuse",
+    "refuse_vectors",
     "solve_left",
     "solve_right",
     "spread",
@@ -175,58 +177,104 @@ def inverse_gaps(values: Any, skip: np.ndarray) -> Any:
     return anp.where(masked, 0.0, 1.0 / anp.where(masked, 1.0, gaps))
 
 
+@primitive  # type: ignore[untyped-decorator]
+def diagonal(a: Any, *, offset: int = 0) -> Any:
+    """numpy's diagonal ``offset`` of each matrix of a stack (a read-only view), with
+    derivatives for every ``offset`` (autograd's own rule has ``offset=0`` only)."""
+    return np.diagonal(a, offset=offset, axis1=-2, axis2=-1)
+
+
+def _diagonal_positions(shape: tuple[int, ...], offset: int) -> tuple[Any, ...]:
+    m, n = shape[-2:]
+    count = max(0, min(m + min(offset, 0), n - max(offset, 0)))
+    rows = np.arange(count) - min(offset, 0)
+    return (Ellipsis, rows, rows + offset)
+
+
+def _diagonal_vjp(ans: Any, a: Any, offset: int = 0) -> Any:
+    shape = tuple(anp.shape(a))
+    dtype = np.result_type(raw_value(a))
+    return lambda g: buffer_write(np.zeros(shape, dtype), _diagonal_positions(shape, offset), g)
+
+
+defvjp(diagonal, _diagonal_vjp)
+defjvp(diagonal, lambda g, ans, a, offset=0: diagonal(g, offset=offset))
+
+
 def diag_matrix(values: Any) -> Any:
     """The diagonal matrices of a stack of vectors ``(..., n)``."""
     n = anp.shape(values)[-1]
     return values[..., :, None] * eye(n, values)
 
 
-ROTATION_FIX = (
-    "differentiate a function of the eigenvectors that does not depend on their basis "
-    "within the eigenspace (a projector V_k V_k^T onto all of it), or of the eigenvalues"
-)
-
-
 def check_values(name: str, cotangent: Any, close: np.ndarray) -> None:
-    """Equal eigen- or singular values must get equal cotangents (``cotangent``: their
-    ``(..., n)`` cotangents), and those must be concrete to be checked."""
+    """Reverse mode at repeated eigen- or singular values (``close``: which pairs are
+    equal): equal values must get equal cotangents (``cotangent``: their ``(..., n)``
+    cotangents), concrete ones -- a traced cotangent (a forward-mode or higher
+    derivative) cannot be checked, and is refused."""
     if not close.any():
         return
     if is_traced(cotangent):
-        raise refuse(name, "it has a repeated value, and the cotangent is traced", ROTATION_FIX)
+        raise refuse(
+            name,
+            "it has a repeated value, where only first derivatives in reverse mode are "
+            "computed (forward-mode and higher derivatives are not)",
+            "differentiate once there, with ad.gradient, or move away from the repeated value",
+        )
     if spread(differences(cotangent), close, cotangent):
         raise refuse(
             name,
-            "two equal values get different cotangents, and neither has a derivative of "
-            "its own where they meet",
-            "differentiate a symmetric function of equal values (their sum)",
+            "two equal values get different cotangents: neither has a derivative of its own "
+            "where they meet",
+            "differentiate a symmetric function of the equal values (their sum)",
         )
 
 
-def check_rotation(name: str, coupling: Any, close: np.ndarray) -> None:
-    """The cotangent's rotation part within each repeated eigenspace must vanish:
-    ``coupling`` is ``V^T Vbar - Vbar^T V`` (or its SVD analogue)."""
-    if close.any() and spread(coupling, close, coupling):
-        raise refuse(
-            name,
-            "the loss depends on which basis of a repeated eigenspace the vectors are",
-            ROTATION_FIX,
-        )
+def refuse_vectors(name: str, what: str) -> UnsupportedError:
+    """The error for a derivative through eigen- or singular vectors at a degenerate
+    spectrum: there the vectors' cotangent does not determine a derivative (two smooth
+    functions can give the same cotangents and different gradients)."""
+    return refuse(
+        name,
+        f"{what}, so the vectors are not unique there, and a function of them has no "
+        "derivative that their cotangent determines",
+        "differentiate functions of the values only (xp.linalg.eigvalsh, xp.linalg.svdvals) "
+        "there, or move away from the repeated or zero value",
+    )
 
 
 def check_tangent(name: str, block: Any, close: np.ndarray) -> None:
-    """Forward mode at a repeated value: the tangent must not mix the eigenspace
-    (``block``: ``V^T dA V``, its off-diagonal entries within the eigenspace zero)."""
+    """Forward mode at repeated values: only a tangent that moves them together has a
+    derivative there (``block``: ``V^T dA V``, whose entries between equal values must
+    be those of a multiple of the identity -- any other splits them, and the sorted
+    values have a kink), and it must be concrete to be checked."""
     if not close.any():
         return
-    if is_traced(block) or spread(block, close, block):
+    value = np.asarray(raw_value(block))
+    diagonal = np.diagonal(value, axis1=-2, axis2=-1)
+    if (
+        is_traced(block)
+        or spread(value, close, value)
+        or spread(differences(diagonal), close, value)
+    ):
         raise refuse(
             name,
-            "forward mode at a repeated eigen- or singular value, in a direction that "
-            "splits it (the derivative there is not linear in the direction)",
-            "use reverse mode (ad.gradient), which computes it for basis-independent "
-            "functions, or move away from the repeated value",
+            "forward mode at a repeated value, in a direction that splits it (the sorted "
+            "values have a kink there)",
+            "use reverse mode (ad.gradient) for symmetric functions of the values, or move "
+            "away from the repeated value",
         )
+
+
+def negligible(values: np.ndarray) -> np.ndarray:
+    """Which singular values ``(..., n)`` are zero to within rounding (the tolerance of
+    :func:`close_pairs`)."""
+    values = np.asarray(values)
+    n = values.shape[-1]
+    if not n:
+        return np.zeros(values.shape, dtype=bool)
+    eps = np.finfo(values.dtype).eps
+    return values <= 8 * n * eps * np.max(np.abs(values), axis=-1, keepdims=True)
 
 
 def refuse(name: str, why: str, fix: str) -> UnsupportedError:

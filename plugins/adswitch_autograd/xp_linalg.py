@@ -47,6 +47,7 @@ import numpy as np
 from adswitch.errors import UnsupportedError
 
 from . import linalg_factors, linalg_inverses, linalg_norms, linalg_spectral
+from .linalg_support import diagonal as linalg_diagonal
 from .linalg_support import solve_left
 from .xp_linear_algebra import matmul, matrix_transpose, tensordot, vecdot
 from .xp_manipulation import moveaxis, stack
@@ -117,7 +118,7 @@ def det(x: Any, /) -> Any:
 def diagonal(x: Any, /, *, offset: int = 0) -> Any:
     """The diagonal ``offset`` of each matrix (the last two axes)."""
     if is_traced(x):
-        return anp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+        return linalg_diagonal(x, offset=offset)
     return np.linalg.diagonal(x, offset=offset)
 
 
@@ -125,8 +126,7 @@ def eigh(x: Any, /) -> Any:
     """Eigenvalues (ascending) and eigenvectors of each symmetric matrix (its lower
     triangle): ``(eigenvalues, eigenvectors)``."""
     if _real("eigh", x):
-        w, v = linalg_spectral.unpack_eigh(linalg_spectral.eigh_packed(x))
-        return EighResult(w, v)
+        return EighResult(linalg_spectral.eigenvalues(x), linalg_spectral.eigenvectors(x))
     return np.linalg.eigh(x)
 
 
@@ -248,8 +248,9 @@ def svd(x: Any, /, *, full_matrices: bool = True) -> Any:
             "traced matrix is not differentiated: its singular vectors beyond min(m, n) are "
             "not unique. Fix: full_matrices=False."
         )
-    packed = linalg_factors.svd_packed(x, full_matrices=full_matrices)
-    return SVDResult(*linalg_factors.unpack_svd(packed, m, n))
+    packed = linalg_factors.singular_vectors(x, full_matrices=full_matrices)
+    u, vh = linalg_factors.unpack_vectors(packed, m, n)
+    return SVDResult(u, linalg_factors.svd_values(x, full_matrices=full_matrices), vh)
 
 
 def svdvals(x: Any, /) -> Any:
@@ -265,7 +266,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
         return np.linalg.trace(x, offset=offset, dtype=dtype)
     if dtype is not None and x.dtype != dtype:
         x = x.astype(dtype)
-    return anp.sum(anp.diagonal(x, offset=offset, axis1=-2, axis2=-1), axis=-1)
+    return anp.sum(linalg_diagonal(x, offset=offset), axis=-1)
 
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
