@@ -11,7 +11,8 @@ the user's line (``UnsupportedError``); ``numpy_array[i] = x`` -- numpy calls
 ``bool(x)`` is always allowed: branching on a value is piecewise differentiation.
 
 The bitwise operators and shifts act on integer and boolean arrays, which carry no
-gradient: they compute on the value (a floating one raises numpy's ``TypeError``).
+gradient: they compute on the value (a floating one raises numpy's ``TypeError``); so
+does indexing a traced integer array (``x.astype(int)``, numpy's method, makes one).
 """
 
 from __future__ import annotations
@@ -74,6 +75,16 @@ def _number(how: str, convert: Callable[[Any], Any]) -> Callable[[GuardedBox], A
 
     to_number.__name__ = f"__{how.partition('(')[0]}__"
     return to_number
+
+
+_GETITEM = GuardedBox.__getitem__
+
+
+def _getitem(self: GuardedBox, index: Any) -> Any:
+    value = raw_value(self)
+    if np.result_type(value).kind in "biu":
+        return value[index]  # no derivative; autograd cannot box an integer scalar
+    return _GETITEM(self, index)
 
 
 def _index(self: GuardedBox) -> int:
@@ -157,6 +168,7 @@ _BITWISE = {
     "rshift": (">>", np.right_shift),
 }
 
+GuardedBox.__getitem__ = _getitem  # type: ignore[method-assign]
 GuardedBox.__array_namespace__ = _array_namespace
 GuardedBox.__float__ = _float
 GuardedBox.__int__ = _number("int()", int)

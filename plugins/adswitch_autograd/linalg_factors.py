@@ -83,7 +83,8 @@ def _unpack(packed: Any, shapes: list[tuple[int, ...]]) -> list[Any]:
 def _live_pairs(s: np.ndarray) -> np.ndarray:
     """Pairs of equal singular values that are not zero (zero ones have slope 0)."""
     live = ~negligible(s)
-    return close_pairs(s) & live[..., :, None] & live[..., None, :]
+    pairs: np.ndarray = close_pairs(s) & live[..., :, None] & live[..., None, :]
+    return pairs
 
 
 @primitive  # type: ignore[untyped-decorator]
@@ -178,7 +179,7 @@ defvjp(singular_vectors, _vectors_vjp)
 
 
 @primitive  # type: ignore[untyped-decorator]
-def qr_packed(a: Any, *, mode: str = "reduced") -> Any:
+def qr_packed(a: Any, *, mode: Any = "reduced") -> Any:
     """numpy's QR decomposition of each matrix of a stack as one array: ``Q`` and ``R``
     flattened (``mode='complete'`` only where it equals ``'reduced'`` here)."""
     q, r = np.linalg.qr(a, mode=mode)

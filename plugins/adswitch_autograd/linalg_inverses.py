@@ -76,7 +76,8 @@ def _singular_cofactors(a: np.ndarray) -> np.ndarray:
         [np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1
     ) if n else s  # fmt: skip
     sign = np.linalg.det(u) * np.linalg.det(vh)
-    return (u * others[..., None, :]) @ vh * sign[..., None, None]
+    cofactor: np.ndarray = (u * others[..., None, :]) @ vh * sign[..., None, None]
+    return cofactor
 
 
 @primitive  # type: ignore[untyped-decorator]

@@ -111,7 +111,8 @@ def _spectral_weights(s: np.ndarray, ord: Any) -> np.ndarray:
     extreme = s[..., :1] if ord == 2 else s[..., -1:]
     close = close_pairs(s)
     hit = (s == extreme) | np.any(close & (s == extreme)[..., None, :], axis=-1)
-    return _share(hit, (-1,)).astype(s.dtype)
+    weights: np.ndarray = _share(hit, (-1,)).astype(s.dtype)
+    return weights
 
 
 def _matrix_slope(x: Any, norm: Any, ord: Any) -> Any:

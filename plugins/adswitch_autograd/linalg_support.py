@@ -142,7 +142,8 @@ def close_pairs(values: np.ndarray) -> np.ndarray:
     eps = np.finfo(values.dtype).eps
     scale = np.max(np.abs(values), axis=-1, keepdims=True)[..., None] if n else 0.0
     gaps = np.abs(values[..., :, None] - values[..., None, :])
-    return (gaps <= 8 * n * eps * scale) & ~np.eye(n, dtype=bool)
+    close: np.ndarray = (gaps <= 8 * n * eps * scale) & ~np.eye(n, dtype=bool)
+    return close
 
 
 def spread(values: Any, mask: np.ndarray, scale: Any) -> bool:
@@ -166,7 +167,8 @@ def spread(values: Any, mask: np.ndarray, scale: Any) -> bool:
 def differences(values: Any) -> np.ndarray:
     """``(..., n, n)``: ``values[..., i] - values[..., j]`` of the concrete ``values``."""
     values = np.asarray(raw_value(values))
-    return values[..., :, None] - values[..., None, :]
+    gaps: np.ndarray = values[..., :, None] - values[..., None, :]
+    return gaps
 
 
 def inverse_gaps(values: Any, skip: np.ndarray) -> Any:
@@ -274,7 +276,8 @@ def negligible(values: np.ndarray) -> np.ndarray:
     if not n:
         return np.zeros(values.shape, dtype=bool)
     eps = np.finfo(values.dtype).eps
-    return values <= 8 * n * eps * np.max(np.abs(values), axis=-1, keepdims=True)
+    small: np.ndarray = values <= 8 * n * eps * np.max(np.abs(values), axis=-1, keepdims=True)
+    return small
 
 
 def refuse(name: str, why: str, fix: str) -> UnsupportedError:

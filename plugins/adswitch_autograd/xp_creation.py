@@ -11,7 +11,7 @@ into a copy numpy would not make). Outside a trace they are plain numpy arrays.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import autograd.numpy as anp
 import numpy as np
@@ -195,7 +195,7 @@ def linspace(start: Any, stop: Any, /, num: int, *, dtype: Any = None, device: A
     return result if dtype is None else astype(result, dtype)
 
 
-def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
+def meshgrid(*arrays: Any, indexing: Literal["xy", "ij"] = "xy") -> list[Any]:
     """Coordinate grids (of plain or traced 1-d arrays)."""
     if not any(is_traced(a) for a in arrays):
         return [_new(g) for g in np.meshgrid(*arrays, indexing=indexing)]

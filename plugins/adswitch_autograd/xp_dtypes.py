@@ -108,12 +108,15 @@ def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = N
 
     ``copy=True`` always gives a new array -- a traced one too, since the engine's traced
     arrays can be written (``y[i] = v``); ``copy=False`` returns ``x`` itself when its
-    dtype is already ``dtype``.
+    dtype is already ``dtype``. A traced array cast to an integer or boolean dtype is a
+    numpy array: it has no derivative, and autograd's boxes of integers cannot index.
     """
     check_device(device)
     if is_traced(x):
         if x.dtype == dtype:
             return copy_of(x) if copy else x
+        if np.dtype(dtype).kind not in "fc":
+            return np.asarray(untraced(x)).astype(dtype)
         return x.astype(dtype)
     return np.asarray(x).astype(dtype, copy=copy)
 

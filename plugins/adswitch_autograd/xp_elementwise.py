@@ -10,6 +10,7 @@ given a traced array.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import autograd.numpy as anp
@@ -18,7 +19,7 @@ import numpy as np
 from .power import pow
 from .writes import copy_of
 from .xp_searching import where
-from .xp_support import is_traced, unsupported, untraced
+from .xp_support import constant, is_traced, unsupported, untraced
 
 __all__ = [
     "abs",
@@ -99,9 +100,26 @@ exp, expm1, log, log1p, log2, log10 = anp.exp, anp.expm1, anp.log, anp.log1p, an
 sqrt, square, hypot, logaddexp = anp.sqrt, anp.square, anp.hypot, anp.logaddexp
 maximum, minimum = anp.maximum, anp.minimum
 conj, real, imag = anp.conj, anp.real, anp.imag
-# Piecewise constant: derivative 0 almost everywhere, which autograd returns.
-sign, floor, ceil, trunc, round = anp.sign, anp.floor, anp.ceil, anp.trunc, anp.round
-floor_divide = anp.floor_divide
+
+
+def _constant_result(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """A piecewise constant function (derivative 0 almost everywhere): on traced arrays,
+    numpy's value as a constant of the engine's array type."""
+
+    def piecewise(*args: Any) -> Any:
+        if any(is_traced(a) for a in args):
+            return constant(np.asarray(function(*(untraced(a) for a in args))), new=True)
+        return function(*args)
+
+    piecewise.__name__ = piecewise.__qualname__ = name
+    piecewise.__doc__ = f"numpy's ``{function.__name__}``; its derivative is 0 (a constant)."
+    return piecewise
+
+
+sign, floor = _constant_result("sign", np.sign), _constant_result("floor", np.floor)
+ceil, trunc = _constant_result("ceil", np.ceil), _constant_result("trunc", np.trunc)
+round = _constant_result("round", np.round)
+floor_divide = _constant_result("floor_divide", np.floor_divide)
 equal, not_equal, less, less_equal = anp.equal, anp.not_equal, anp.less, anp.less_equal
 greater, greater_equal = anp.greater, anp.greater_equal
 isfinite, isinf, isnan = anp.isfinite, anp.isinf, anp.isnan

@@ -39,7 +39,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import autograd.numpy as anp
 import numpy as np
@@ -201,7 +201,7 @@ def pinv(x: Any, /, *, rtol: Any = None) -> Any:
     return np.linalg.pinv(x, rtol=rtol)
 
 
-def qr(x: Any, /, *, mode: str = "reduced") -> Any:
+def qr(x: Any, /, *, mode: Literal["reduced", "complete"] = "reduced") -> Any:
     """The QR decomposition of each matrix: ``(Q, R)``; ``mode`` ``'reduced'`` or
     ``'complete'``."""
     if not _real("qr", x):

@@ -60,7 +60,7 @@ def constant(value: Any, *, new: bool = False) -> Any:
     if not tracing() or not isinstance(value, np.ndarray) or value.dtype.kind not in "fc":
         return value
     if new:
-        value = np.ascontiguousarray(value)
+        value = value if value.flags.c_contiguous else value.copy(order="C")  # keeps 0-d
     else:
         value = value.view()
         value.flags.writeable = False
