@@ -294,6 +294,15 @@ def test_array_api_compat_sees_the_autograd_namespace_for_traced_values_and_cons
     np.testing.assert_array_equal(g, c)
 
 
+def test_forward_mode_traced_arrays_have_the_autograd_namespace_too() -> None:
+    def f(x: Any) -> Any:
+        assert array_api_compat.array_namespace(x, _xp(x).asarray(X)) is _namespace()
+        return _xp(x).sin(x)
+
+    _, dy = ad.jvp(f, (X.copy(),), (np.ones((3, 4)),), backend=B)
+    np.testing.assert_allclose(dy, np.cos(X))
+
+
 def test_a_constant_shares_memory_read_only_and_a_copy_is_writable() -> None:
     c = np.arange(3.0)
 

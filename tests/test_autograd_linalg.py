@@ -219,3 +219,40 @@ def test_second_derivatives_match_second_differences(name: str, body: Body, x: n
     scale = max(1.0, abs(expected))
     assert float(np.sum(hv * u)) == pytest.approx(expected, rel=1e-4, abs=1e-4 * scale)
     assert float(np.sum(nested * u)) == pytest.approx(expected, rel=1e-4, abs=1e-4 * scale)
+
+
+def test_decompositions_give_numpys_result_types_traced_at_every_depth() -> None:
+    from adswitch_autograd import namespace
+
+    calls = {
+        "eigh": (lambda la, x: la.eigh(x), ("eigenvalues", "eigenvectors")),
+        "qr": (lambda la, x: la.qr(x), ("Q", "R")),
+        "slogdet": (lambda la, x: la.slogdet(x), ("sign", "logabsdet")),
+        "svd": (lambda la, x: la.svd(x), ("U", "S", "Vh")),
+    }
+    for name, (call, fields) in calls.items():
+        want = call(np.linalg, SPD)
+        got = call(namespace.linalg, SPD)
+        assert type(got) is type(want) and got._fields == fields, name
+        seen: list[Any] = []
+
+        def inner(v: Any, call: Any = call, seen: list[Any] = seen) -> Any:
+            result = call(ad.array_namespace(v).linalg, v)
+            seen.append(result)
+            return ad.array_namespace(v).sum(result[-1])
+
+        def outer(x: Any, inner: Any = inner) -> Any:
+            (g,) = ad.gradient(inner, x * 1.0)
+            return ad.array_namespace(g).sum(g * g) + inner(x)
+
+        ad.gradient(outer, SPD.copy(), backend=B)
+        for result in seen:  # nested, then at the outer call
+            assert type(result) is type(want), name
+            for part, expected in zip(result, want, strict=True):
+                np.testing.assert_allclose(np.asarray(_raw(part)), expected, atol=1e-12)
+
+
+def _raw(x: Any) -> Any:
+    while hasattr(x, "_value") and hasattr(x, "_node"):
+        x = x._value
+    return x

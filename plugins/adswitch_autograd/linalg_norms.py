@@ -6,13 +6,15 @@ differentiable operations (so second derivatives exist where the norm is smooth)
 Non-smooth points follow the namespace's conventions:
 
 * a norm at zero (and ``ord < 1`` vector norms at a zero element) has slope 0, as
-  ``abs`` at 0 (its second derivative there is 0 too);
+  ``abs`` at 0 (its second derivative there is 0 too, but for the spectral norms below);
 * ``ord=inf``/``-inf`` (vectors), ``1``/``-1``/``inf``/``-inf`` (matrices): the largest
   (smallest) entry, column or row sum -- tied ones share the slope equally, as ``max``;
   elements at 0 get slope 0 (``abs``);
 * ``ord=2``/``-2`` (matrices): the largest (smallest) singular value; repeated ones
   share the slope equally (``U_k V_k^T / k``, independent of the basis), and a zero one
-  has slope 0; ``'nuc'``: ``U V^T`` over the nonzero singular values;
+  has slope 0; ``'nuc'``: ``U V^T`` over the nonzero singular values. Their second
+  derivatives go through the singular vectors, and are refused at repeated or zero
+  singular values (:mod:`.linalg_factors`);
 * ``ord=0`` (vectors, the count of nonzero elements): slope 0.
 """
 

@@ -102,24 +102,32 @@ maximum, minimum = anp.maximum, anp.minimum
 conj, real, imag = anp.conj, anp.real, anp.imag
 
 
-def _constant_result(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    """A piecewise constant function (derivative 0 almost everywhere): on traced arrays,
-    numpy's value as a constant of the engine's array type."""
+def _constant_unary(name: str, function: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A piecewise constant function (derivative 0 almost everywhere): on a traced
+    array, numpy's value as a constant of the engine's array type."""
 
-    def piecewise(*args: Any) -> Any:
-        if any(is_traced(a) for a in args):
-            return constant(np.asarray(function(*(untraced(a) for a in args))), new=True)
-        return function(*args)
+    def piecewise(x: Any, /) -> Any:
+        if is_traced(x):
+            return constant(np.asarray(function(untraced(x))), new=True)
+        return function(x)
 
     piecewise.__name__ = piecewise.__qualname__ = name
-    piecewise.__doc__ = f"numpy's ``{function.__name__}``; its derivative is 0 (a constant)."
+    piecewise.__doc__ = f"numpy's ``{name}``; its derivative is 0 (a constant)."
     return piecewise
 
 
-sign, floor = _constant_result("sign", np.sign), _constant_result("floor", np.floor)
-ceil, trunc = _constant_result("ceil", np.ceil), _constant_result("trunc", np.trunc)
-round = _constant_result("round", np.round)
-floor_divide = _constant_result("floor_divide", np.floor_divide)
+sign, floor = _constant_unary("sign", np.sign), _constant_unary("floor", np.floor)
+ceil, trunc = _constant_unary("ceil", np.ceil), _constant_unary("trunc", np.trunc)
+round = _constant_unary("round", np.round)
+
+
+def floor_divide(x1: Any, x2: Any, /) -> Any:
+    """numpy's ``floor_divide``; its derivative is 0 (a constant of the engine's type)."""
+    if is_traced(x1) or is_traced(x2):
+        return constant(np.asarray(np.floor_divide(untraced(x1), untraced(x2))), new=True)
+    return np.floor_divide(x1, x2)
+
+
 equal, not_equal, less, less_equal = anp.equal, anp.not_equal, anp.less, anp.less_equal
 greater, greater_equal = anp.greater, anp.greater_equal
 isfinite, isinf, isnan = anp.isfinite, anp.isinf, anp.isnan

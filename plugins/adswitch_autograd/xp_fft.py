@@ -1,10 +1,12 @@
 """The Array API's ``fft`` extension over autograd (``xp.fft``).
 
-On plain arrays numpy's ``numpy.fft``; on traced arrays autograd's own rules for the
-transforms it has them for (``fft``, ``ifft``, ``fftn``, ``ifftn``, ``rfft``, ``irfft``,
-``rfftn``, ``irfftn`` -- the real ones for even lengths only, autograd's limit -- and
-``fftshift``/``ifftshift``); ``hfft`` and ``ihfft`` have none and refuse traced arrays.
-``fftfreq`` and ``rfftfreq`` are constants.
+On plain arrays numpy's ``numpy.fft``. On traced arrays: autograd's own rules for
+``fft``, ``ifft``, ``fftn``, ``ifftn``, ``fftshift`` and ``ifftshift``; ``rfft`` and
+``rfftn`` are the non-negative frequencies of ``fft``/``fftn`` (their values equal
+numpy's to rounding). autograd's rules for the inverse real transforms (and for
+``rfft`` itself) give wrong gradients for numpy's default normalisation, and ``hfft``/
+``ihfft`` have none: ``irfft``, ``irfftn``, ``hfft`` and ``ihfft`` refuse traced arrays
+(``UnsupportedError``). ``fftfreq`` and ``rfftfreq`` are constants.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import autograd.numpy as anp
 import autograd.numpy.fft as afft
 import numpy as np
 
+from .xp_indexing import index_along
 from .xp_support import check_device, constant, is_traced, unsupported
 
 __all__ = [
@@ -54,16 +58,27 @@ def _many_axes(name: str, traced: Callable[..., Any]) -> Callable[..., Any]:
     return transform
 
 
+def _traced_rfft(x: Any, *, n: int | None, axis: int, norm: str) -> Any:
+    full = afft.fft(x, n=n, axis=axis, norm=norm)
+    return full[index_along(axis, anp.ndim(full), slice(0, anp.shape(full)[axis] // 2 + 1))]
+
+
+def _traced_rfftn(x: Any, *, s: Any, axes: Any, norm: str) -> Any:
+    full = afft.fftn(x, s=s, axes=axes, norm=norm)
+    last = -1 if axes is None else axes[-1]
+    return full[index_along(last, anp.ndim(full), slice(0, anp.shape(full)[last] // 2 + 1))]
+
+
 fft = _one_axis("fft", afft.fft)
 ifft = _one_axis("ifft", afft.ifft)
-rfft = _one_axis("rfft", afft.rfft)
-irfft = _one_axis("irfft", afft.irfft)
+rfft = _one_axis("rfft", _traced_rfft)
+irfft = _one_axis("irfft", unsupported("fft.irfft", np.fft.irfft))
 hfft = _one_axis("hfft", unsupported("fft.hfft", np.fft.hfft))
 ihfft = _one_axis("ihfft", unsupported("fft.ihfft", np.fft.ihfft))
 fftn = _many_axes("fftn", afft.fftn)
 ifftn = _many_axes("ifftn", afft.ifftn)
-rfftn = _many_axes("rfftn", afft.rfftn)
-irfftn = _many_axes("irfftn", afft.irfftn)
+rfftn = _many_axes("rfftn", _traced_rfftn)
+irfftn = _many_axes("irfftn", unsupported("fft.irfftn", np.fft.irfftn))
 
 
 def fftshift(x: Any, /, *, axes: int | Sequence[int] | None = None) -> Any:

@@ -12,13 +12,19 @@ eigen- and singular values, norms at zero, the sign conventions of ``qr``, ``svd
 
 * ``eigh``, ``eigvalsh``, ``cholesky`` read one triangle of the input (numpy's), and
   their gradient is zero on the other;
-* a repeated eigen- or singular value: basis-independent functions of the vectors, and
-  symmetric functions of the repeated values, are differentiated; anything else is an
-  ``UnsupportedError`` (so is forward mode in a direction that splits the value);
-* ``det`` is differentiated at singular matrices too (the cofactors), ``slogdet`` and
-  ``qr`` of a rank-deficient matrix are refused; ``inv``/``solve`` of a singular matrix
-  raise numpy's ``LinAlgError`` as they do untraced;
-* norms have slope 0 at zero, ties share it equally (as ``max``);
+* a repeated eigen- or singular value (or a zero singular value): symmetric functions
+  of the repeated values are differentiated once, in reverse mode; functions of the
+  vectors there, different cotangents for equal values, forward mode in a direction
+  that splits them and higher derivatives are an ``UnsupportedError`` (the vectors'
+  cotangent does not determine a derivative there);
+* ``det`` is differentiated at singular matrices too (the cofactors; a second derivative
+  there is refused), ``slogdet`` and ``qr`` of a singular or rank-deficient matrix are
+  refused; ``inv``/``solve`` of a singular matrix raise numpy's ``LinAlgError`` as they
+  do untraced; ``pinv`` is differentiated at constant rank;
+* norms have slope 0 at zero (and at zero singular values), ties share it equally (as
+  ``max``);
+* signs of ``qr``, ``svd`` and ``eigh`` vectors are LAPACK's (piecewise constant):
+  differentiate quantities that do not depend on them;
 * ``svd(full_matrices=True)`` of a non-square matrix and ``qr(mode='complete')`` of a tall
   one are refused when traced: their extra vectors are not unique;
 * ``matmul``, ``matrix_transpose``, ``tensordot``, ``vecdot``, ``outer``, ``cross``,
