@@ -303,6 +303,21 @@ def test_forward_mode_traced_arrays_have_the_autograd_namespace_too() -> None:
     np.testing.assert_allclose(dy, np.cos(X))
 
 
+def test_numpy_sees_the_constants_the_namespace_makes() -> None:
+    def f(x: Any) -> Any:
+        xp = _xp(x)
+        eye = xp.eye(2)
+        np.testing.assert_array_equal(np.asarray(eye), np.eye(2))
+        np.testing.assert_array_equal(np.linalg.inv(xp.asarray([[2.0, 0.0], [0.0, 4.0]])),
+                                      [[0.5, 0.0], [0.0, 0.25]])  # fmt: skip
+        eye[0, 0] = x[0]  # now it carries a gradient: numpy may no longer see it
+        np.asarray(eye)
+        return xp.sum(eye)
+
+    with pytest.raises(MutationError, match=r"numpy array.*Fix:"):
+        ad.gradient(f, np.ones(2), backend=B)
+
+
 def test_a_constant_shares_memory_read_only_and_a_copy_is_writable() -> None:
     c = np.arange(3.0)
 

@@ -55,6 +55,7 @@ from adswitch.errors import UnsupportedError
 from . import linalg_factors, linalg_inverses, linalg_norms, linalg_spectral
 from .linalg_support import diagonal as linalg_diagonal
 from .linalg_support import solve_left
+from .xp_dtypes import astype
 from .xp_linear_algebra import matmul, matrix_transpose, tensordot, vecdot
 from .xp_manipulation import moveaxis, stack
 from .xp_support import constant, is_traced, untraced
@@ -271,7 +272,9 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     if not is_traced(x):
         return np.linalg.trace(x, offset=offset, dtype=dtype)
     if dtype is not None and x.dtype != dtype:
-        x = x.astype(dtype)
+        x = astype(x, dtype)
+        if not is_traced(x):  # an integer dtype: no derivative
+            return np.linalg.trace(x, offset=offset)
     return anp.sum(linalg_diagonal(x, offset=offset), axis=-1)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from autograd.tracer import Box, trace_stack
 
-from adswitch.errors import UnsupportedError
+from adswitch.errors import MutationError, UnsupportedError
 
 from . import levels
 from .boxes import GuardedBox, tracing
@@ -30,9 +30,26 @@ _BOX_TYPES = Box.types
 
 class ConstantBox(GuardedBox):
     """A traced array without a derivative, made by :func:`constant`: ``root`` is the
-    node it was made with (a write of a traced value into it gives it another)."""
+    node it was made with (a write of a traced value into it gives it another).
+
+    numpy may see its value (``np.asarray(xp.eye(2))``, numpy functions of constants),
+    as long as nothing traced was written into it.
+    """
 
     __slots__ = ["root"]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._node is not self.root:
+            raise MutationError(
+                "autograd (HIPS) via adswitch: an array a traced value was written into was "
+                "converted to a numpy array (np.asarray, or a numpy function of it); that "
+                "drops its gradient. Fix: use the functions of `xp = ad.array_namespace(x)` "
+                "on it, not numpy's."
+            )
+        value = np.asarray(untraced(self))
+        if copy:
+            return np.array(value, dtype=dtype, copy=True)
+        return value if dtype is None else value.astype(dtype, copy=copy is not False)
 
 
 # A box type like GuardedBox; boxed again by a nested call, it becomes a GuardedBox.
