@@ -302,6 +302,19 @@ def test_forward_mode_traced_arrays_have_the_autograd_namespace_too() -> None:
     np.testing.assert_allclose(dy, np.cos(X))
 
 
+def test_zero_dimensional_buffers_stay_zero_dimensional() -> None:
+    def f(x: Any) -> Any:
+        xp = _xp(x)
+        made = (xp.zeros(()), xp.ones(()), xp.empty(()), xp.full((), 2.0), xp.asarray(3.0))
+        for buffer in made:
+            assert isinstance(buffer, _box_types()) and buffer.shape == (), buffer.shape
+        made[0][...] = x[0]
+        return xp.sum(made[0] * x[1])
+
+    (g,) = ad.gradient(f, np.array([2.0, 3.0]), backend=B)
+    np.testing.assert_array_equal(g, [3.0, 2.0])
+
+
 def test_numpy_sees_the_constants_the_namespace_makes() -> None:
     def f(x: Any) -> Any:
         xp = _xp(x)

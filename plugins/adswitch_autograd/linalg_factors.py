@@ -18,6 +18,8 @@ to within rounding (:func:`.linalg_support.close_pairs`, :func:`.linalg_support.
   forward mode in a direction that splits them, and higher derivatives are refused;
 * functions of the singular vectors at a repeated or zero singular value: refused (the
   vectors are not unique there, and their cotangent does not determine a derivative);
+  a forward-mode ``jvp`` of ``svd`` there is refused even if only ``S`` is used (it
+  pushes every output) -- ``svdvals`` is not;
 * ``full_matrices=True`` of a non-square matrix: the extra singular vectors are not
   unique at all (refused by the namespace: use ``full_matrices=False``);
 * signs: each pair ``(u_i, v_i)`` may flip together (LAPACK's choice, piecewise constant):

@@ -29,7 +29,7 @@ import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
 from .boxes import raw_value
-from .linalg_support import T, matmul, refuse
+from .linalg_support import T, eye, matmul, refuse
 from .xp_support import is_traced
 
 __all__ = ["cofactors", "det", "inv", "pinv", "slogdet_pair"]
@@ -131,8 +131,8 @@ def pinv(a: Any, *, rtol: Any = None) -> Any:
 
 def _pinv_tangent(g: Any, ans: Any, a: Any, rtol: Any = None) -> Any:
     m, n = anp.shape(a)[-2:]
-    left = np.eye(m, dtype=np.result_type(raw_value(ans))) - matmul(a, ans)  # I - A A+
-    right = np.eye(n, dtype=np.result_type(raw_value(ans))) - matmul(ans, a)  # I - A+ A
+    left = eye(m, ans) - matmul(a, ans)  # I - A A+
+    right = eye(n, ans) - matmul(ans, a)  # I - A+ A
     return (
         -matmul(matmul(ans, g), ans)
         + matmul(matmul(matmul(ans, T(ans)), T(g)), left)
@@ -143,8 +143,8 @@ def _pinv_tangent(g: Any, ans: Any, a: Any, rtol: Any = None) -> Any:
 def _pinv_vjp(ans: Any, a: Any, rtol: Any = None) -> Any:
     def vjp(g: Any) -> Any:
         m, n = anp.shape(a)[-2:]
-        left = np.eye(m, dtype=np.result_type(raw_value(ans))) - matmul(a, ans)
-        right = np.eye(n, dtype=np.result_type(raw_value(ans))) - matmul(ans, a)
+        left = eye(m, ans) - matmul(a, ans)
+        right = eye(n, ans) - matmul(ans, a)
         return (
             -matmul(matmul(T(ans), g), T(ans))
             + matmul(matmul(left, T(g)), matmul(ans, T(ans)))

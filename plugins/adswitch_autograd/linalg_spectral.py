@@ -25,7 +25,10 @@ Degeneracy -- a repeated eigenvalue, to within rounding (:func:`.linalg_support.
 * functions of the eigenvectors: refused (``UnsupportedError``). The eigenvectors of a
   repeated eigenvalue are any rotation of one another, and their cotangent does not
   determine a derivative: ``sum(V diag(w - 1) V^T)`` and ``sum(w)`` give the same
-  cotangents at the identity and have the gradients ``ones`` and ``I``.
+  cotangents at the identity and have the gradients ``ones`` and ``I``. (A single
+  forward-mode ``jvp`` pushes a tangent through every output ``f`` computes, used or not:
+  there, ``eigh`` at a repeated eigenvalue is refused even if only its eigenvalues are
+  used -- ``eigvalsh`` is not.)
 
 Sign convention: each eigenvector's sign is LAPACK's, which is piecewise constant but not
 otherwise fixed: differentiate quantities that do not depend on it (``v v^T``, ``w``).
@@ -50,6 +53,7 @@ from .linalg_support import (
     check_values,
     close_pairs,
     diagonal,
+    eye,
     inverse_gaps,
     lower_read,
     lower_tangent,
@@ -146,7 +150,7 @@ def cholesky(a: Any, *, upper: bool = False) -> Any:
 def _halved_lower(x: Any) -> Any:
     """``Phi(x)``: the lower triangle, with the diagonal halved."""
     n = anp.shape(x)[-1]
-    return anp.tril(x) - 0.5 * x * np.eye(n, dtype=np.result_type(raw_value(x)))
+    return anp.tril(x) - 0.5 * x * eye(n, x)
 
 
 def _cholesky_vjp(ans: Any, a: Any, upper: bool = False) -> Any:

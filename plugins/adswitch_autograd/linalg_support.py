@@ -27,7 +27,6 @@ __all__ = [
     "check_tangent",
     "check_values",
     "close_pairs",
-    "diag_matrix",
     "diagonal",
     "differences",
     "eye",
@@ -201,12 +200,6 @@ def _diagonal_vjp(ans: Any, a: Any, offset: int = 0) -> Any:
 
 defvjp(diagonal, _diagonal_vjp)
 defjvp(diagonal, lambda g, ans, a, offset=0: diagonal(g, offset=offset))
-
-
-def diag_matrix(values: Any) -> Any:
-    """The diagonal matrices of a stack of vectors ``(..., n)``."""
-    n = anp.shape(values)[-1]
-    return values[..., :, None] * eye(n, values)
 
 
 def check_values(name: str, cotangent: Any, close: np.ndarray) -> None:
