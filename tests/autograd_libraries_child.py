@@ -24,12 +24,13 @@ X = np.random.default_rng(17).uniform(-1.5, 1.5, (3, 4))
 C = np.random.default_rng(18).uniform(0.5, 2.0, (3, 4))
 W = np.random.default_rng(19).standard_normal((3, 4))
 W3 = np.random.default_rng(20).standard_normal((3, 3))
+LARGE = 800.0
 
 
 def cases() -> dict[str, Callable[[Any, Any], Any]]:
     """name -> the loss, a function of ``(xp, x)`` (the libraries are imported here, so
     that :func:`main` can set the environment first)."""
-    from scipy.special import logsumexp
+    from scipy.special import erf, expit, logit, logsumexp
     from sklearn.metrics.pairwise import cosine_similarity, rbf_kernel
     from sklearn.utils.extmath import softmax
 
@@ -38,6 +39,11 @@ def cases() -> dict[str, Callable[[Any, Any], Any]]:
         "logsumexp_axis": lambda xp, x: xp.sum(logsumexp(x, axis=1) * xp.asarray(W[:, 0])),
         "logsumexp_b": lambda xp, x: logsumexp(x, b=xp.asarray(C)),
         "logsumexp_b_axis": lambda xp, x: xp.sum(logsumexp(x, axis=0, b=xp.asarray(C))),
+        # exp(800 + x) overflows in the branch scipy computes and discards
+        "logsumexp_large": lambda xp, x: logsumexp(x + LARGE),
+        "expit": lambda xp, x: xp.sum(expit(x * 20.0) * xp.asarray(W)),
+        "logit": lambda xp, x: xp.sum(logit(x / 3.2 + 0.5) * xp.asarray(W)),
+        "erf": lambda xp, x: xp.sum(erf(x) * xp.asarray(W)),
         "softmax": lambda xp, x: xp.sum(softmax(x) * xp.asarray(W)),
         "rbf_kernel": lambda xp, x: xp.sum(rbf_kernel(x) * xp.asarray(W3)),
         "rbf_kernel_gamma": lambda xp, x: xp.sum(rbf_kernel(x, gamma=0.7) * xp.asarray(W3)),

@@ -369,3 +369,42 @@ def test_library_code_written_against_array_api_compat_is_differentiated() -> No
     (g,) = ad.gradient(lambda v: _library_softplus_mean(v, _xp(v).asarray(w)), x, backend=B)
     sigmoid = 1.0 / (1.0 + np.exp(-x))
     np.testing.assert_allclose(g, np.where(x > 20.0, 1.0, sigmoid) * w / w.sum())
+
+
+def test_a_branch_that_where_never_chooses_is_not_traced() -> None:
+    # the discarded branch overflows; a zero gradient into it would become 0 * inf = NaN
+    def f(x: Any) -> Any:
+        xp = _xp(x)
+        with np.errstate(over="ignore"):
+            huge = xp.log(xp.sum(xp.exp(x * 1000.0)))
+        y = xp.where(x < 10.0, x, huge)
+        y[0] = 5.0  # a new array, as numpy's: x is not written
+        return xp.sum(y * x)
+
+    x = np.array([1.0, 2.0, 3.0])
+    (g,) = ad.gradient(f, x.copy(), backend=B)
+    np.testing.assert_array_equal(g, [5.0, 4.0, 6.0])  # d/dx of 5 x0 + x1^2 + x2^2
+
+
+def test_special_functions_for_scipy_with_first_and_second_derivatives() -> None:
+    x = np.array([-30.0, -0.7, 0.0, 0.4, 25.0])
+    p = np.array([1e-6, 0.2, 0.5, 0.7, 0.999])
+    e = np.exp(-np.abs(x))  # s (1 - s) and 1 - 2 s of s = expit(x), without cancellation
+    slope, bend = e / (1.0 + e) ** 2, -np.sign(x) * (1.0 - e) / (1.0 + e)
+    cases = [
+        ("expit", x, slope, slope * bend),
+        ("logit", p, 1.0 / (p * (1.0 - p)), (2.0 * p - 1.0) / (p * (1.0 - p)) ** 2),
+        ("erf", x / 10.0, 2 / np.sqrt(np.pi) * np.exp(-(x / 10) ** 2),
+         -4 * x / 10 / np.sqrt(np.pi) * np.exp(-(x / 10) ** 2)),
+        ("exp2", x / 10.0, np.log(2.0) * 2.0 ** (x / 10), np.log(2.0) ** 2 * 2.0 ** (x / 10)),
+        ("exp10", x / 10.0, np.log(10.0) * 10.0 ** (x / 10),
+         np.log(10.0) ** 2 * 10.0 ** (x / 10)),
+        ("cosm1", x / 10.0, -np.sin(x / 10), -np.cos(x / 10)),
+    ]  # fmt: skip
+    for name, at, first, second in cases:
+        f = lambda v, n=name: _xp(v).sum(getattr(_xp(v).special, n)(v))  # noqa: E731
+        (g,) = ad.gradient(f, at.copy(), backend=B)
+        np.testing.assert_allclose(g, first, rtol=1e-10, atol=1e-300, err_msg=name)
+        (h,) = ad.hvp(f, (at.copy(),), (np.ones_like(at),), backend=B)
+        np.testing.assert_allclose(h, second, rtol=1e-9, atol=1e-12, err_msg=name)
+    assert _namespace().special.expit(np.array([0.0])).tolist() == [0.5]

@@ -1,6 +1,8 @@
 """Third-party Array API code differentiated by the autograd engine: scipy's
-``logsumexp`` (``SCIPY_ARRAY_API=1``) and scikit-learn's ``softmax``, ``rbf_kernel`` and
-``cosine_similarity`` (``array_api_dispatch=True``), on 3 by 4 float64 inputs, against
+``logsumexp`` (also where its discarded branch overflows), ``expit``, ``logit`` and
+``erf`` (``SCIPY_ARRAY_API=1``; the last three through ``xp.special``) and
+scikit-learn's ``softmax``, ``rbf_kernel`` and ``cosine_similarity``
+(``array_api_dispatch=True``), on 3 by 4 float64 inputs, against
 closed forms and finite differences of the same functions on numpy.
 
 The libraries run in a process of their own (``autograd_libraries_child.py``): scipy reads
@@ -12,6 +14,7 @@ the finite-difference oracle.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -57,6 +60,10 @@ def _softmax(z: np.ndarray, axis: int | None = None) -> np.ndarray:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def _expit(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
 def _rbf_gradient(gamma: float) -> np.ndarray:
     diff = X[:, None, :] - X[None, :, :]
     k = np.exp(-gamma * np.sum(diff**2, axis=-1))
@@ -75,6 +82,10 @@ CLOSED_FORMS = {
     "logsumexp_axis": lambda: W[:, :1] * _softmax(X, axis=1),
     "logsumexp_b": lambda: C * np.exp(X) / np.sum(C * np.exp(X)),
     "logsumexp_b_axis": lambda: C * np.exp(X) / np.sum(C * np.exp(X), axis=0, keepdims=True),
+    "logsumexp_large": lambda: _softmax(X),
+    "expit": lambda: 20.0 * W * _expit(20.0 * X) * (1.0 - _expit(20.0 * X)),
+    "logit": lambda: W / 3.2 / ((X / 3.2 + 0.5) * (0.5 - X / 3.2)),
+    "erf": lambda: W * 2.0 / math.sqrt(math.pi) * np.exp(-X * X),
     "softmax": lambda: _softmax(X, 1) * (W - np.sum(W * _softmax(X, 1), axis=1, keepdims=True)),
     "rbf_kernel": lambda: _rbf_gradient(1.0 / X.shape[1]),
     "rbf_kernel_gamma": lambda: _rbf_gradient(0.7),

@@ -26,7 +26,9 @@ functions), ``xp_elementwise``, ``xp_indexing``, ``xp_linear_algebra``,
 ``xp_manipulation``, ``xp_searching``, ``xp_sets``, ``xp_sorting``, ``xp_statistics`` and
 ``xp_utility``; constants and inspection are here. The extensions are sub-namespaces:
 ``xp.linalg`` (``xp_linalg``: every function differentiated, to any order, with the
-degenerate points documented there) and ``xp.fft`` (``xp_fft``: autograd's own rules).
+degenerate points documented there) and ``xp.fft`` (``xp_fft``); ``xp.special``
+(``xp_special``, not the standard's) is where scipy's Array API dispatch looks for
+``expit``, ``logit``, ``erf``...
 
 Inside an adswitch trace traced arrays are the engine's ``GuardedBox`` es, whose
 ``__array_namespace__`` is this module (autograd's own boxes answer ``autograd.numpy``),
@@ -50,6 +52,7 @@ import numpy as np
 
 from . import xp_fft as fft  # noqa: F401  (the standard's extensions: sub-namespaces)
 from . import xp_linalg as linalg  # noqa: F401
+from . import xp_special as special  # noqa: F401  (not the standard's: for scipy's dispatch)
 from .xp_creation import *  # noqa: F403
 from .xp_dtypes import *  # noqa: F403
 from .xp_elementwise import *  # noqa: F403
