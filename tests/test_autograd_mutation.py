@@ -405,9 +405,9 @@ def test_float_of_traced_value_is_unsupported() -> None:
     def f(a: Any) -> Any:
         return float(xp_of(a).sum(a))
 
-    with pytest.raises(UnsupportedError, match="float") as info:
+    # the box refuses the conversion itself, naming the user's line and the fix
+    with pytest.raises(UnsupportedError, match=r"float.*test_autograd_mutation\.py:\d+.*Fix"):
         ad.gradient(f, np.ones(2), backend=B)
-    assert isinstance(info.value.__cause__, TypeError)
 
 
 def test_unrelated_user_errors_are_not_translated() -> None:

@@ -24,7 +24,17 @@ This module only gathers the names; each section of the standard has its own mod
 where its functions are defined: ``xp_creation``, ``xp_dtypes`` (data types and data type
 functions), ``xp_elementwise``, ``xp_indexing``, ``xp_linear_algebra``,
 ``xp_manipulation``, ``xp_searching``, ``xp_sets``, ``xp_sorting``, ``xp_statistics`` and
-``xp_utility``; constants and inspection are here.
+``xp_utility``; constants and inspection are here. The extensions are sub-namespaces:
+``xp.linalg`` (``xp_linalg``: every function differentiated, to any order, with the
+degenerate points documented there) and ``xp.fft`` (``xp_fft``); ``xp.special``
+(``xp_special``, not the standard's) is where scipy's Array API dispatch looks for
+``expit``, ``logit``, ``erf``...
+
+Inside an adswitch trace traced arrays are the engine's ``GuardedBox`` es, whose
+``__array_namespace__`` is this module (autograd's own boxes answer ``autograd.numpy``),
+and the creation functions -- ``asarray`` of a numpy constant included -- make floating
+arrays of that type too, so code that asks ``array_api_compat.array_namespace`` of its
+arrays sees one namespace. Integer and boolean results stay numpy arrays (no gradient).
 
 Example:
     >>> import numpy as np
@@ -40,6 +50,9 @@ from typing import Any
 
 import numpy as np
 
+from . import xp_fft as fft  # noqa: F401  (the standard's extensions: sub-namespaces)
+from . import xp_linalg as linalg  # noqa: F401
+from . import xp_special as special  # noqa: F401  (not the standard's: for scipy's dispatch)
 from .xp_creation import *  # noqa: F403
 from .xp_dtypes import *  # noqa: F403
 from .xp_elementwise import *  # noqa: F403

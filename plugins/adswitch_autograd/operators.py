@@ -14,6 +14,7 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as np
 
+from . import box_methods  # noqa: F401  (attaches the rest of the standard's array object)
 from .boxes import GuardedBox, raw_value
 from .power import pow as exact_pow
 from .writes import write

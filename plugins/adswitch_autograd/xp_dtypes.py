@@ -1,17 +1,20 @@
 """The Array API's data types (numpy's) and data type functions, for traced and plain arrays.
 
 ``astype`` is differentiable between floating dtypes; the inspection functions look at
-a traced array's value.
+a traced array's value, and describe dtypes as the standard says (``finfo``'s fields are
+Python numbers, as numpy's are not for float32).
 """
 
 from __future__ import annotations
 
 import builtins
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .xp_support import is_traced, untraced
+from .writes import copy_of
+from .xp_support import check_device, is_traced, untraced
 
 __all__ = [
     "astype",
@@ -41,13 +44,80 @@ uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
 float32, float64 = np.float32, np.float64
 complex64, complex128 = np.complex64, np.complex128
 
-finfo, iinfo, isdtype, can_cast = np.finfo, np.iinfo, np.isdtype, np.can_cast
+isdtype = np.isdtype
+
+
+@dataclass(frozen=True)
+class FInfo:
+    """Machine limits of a floating dtype (``finfo``'s result)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: np.dtype[Any]
+
+
+@dataclass(frozen=True)
+class IInfo:
+    """Machine limits of an integer dtype (``iinfo``'s result)."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: np.dtype[Any]
+
+
+def _dtype_of(type_or_array: Any) -> Any:
+    value = untraced(type_or_array)
+    return value.dtype if isinstance(value, (np.ndarray, np.generic)) else value
+
+
+def finfo(type: Any, /) -> FInfo:
+    """The limits of a floating dtype (or an array's); a complex dtype's real part's.
+
+    Example:
+        >>> finfo(float32).eps == float(np.finfo(np.float32).eps)
+        True
+    """
+    info = np.finfo(_dtype_of(type))
+    return FInfo(
+        bits=int(info.bits),
+        eps=float(info.eps),
+        max=float(info.max),
+        min=float(info.min),
+        smallest_normal=float(info.smallest_normal),
+        dtype=np.dtype(info.dtype),
+    )
+
+
+def iinfo(type: Any, /) -> IInfo:
+    """The limits of an integer dtype (or an array's)."""
+    info = np.iinfo(_dtype_of(type))
+    return IInfo(bits=int(info.bits), max=int(info.max), min=int(info.min), dtype=info.dtype)
+
+
+def can_cast(from_: Any, to: Any, /) -> builtins.bool:
+    """Whether ``from_`` (a dtype or an array) casts to ``to`` by the standard's rules."""
+    return builtins.bool(np.can_cast(_dtype_of(from_), to))
 
 
 def astype(x: Any, dtype: Any, /, *, copy: builtins.bool = True, device: Any = None) -> Any:
-    """``x`` converted to ``dtype`` (differentiable between floating dtypes)."""
+    """``x`` converted to ``dtype`` (differentiable between floating dtypes).
+
+    ``copy=True`` always gives a new array -- a traced one too, since the engine's traced
+    arrays can be written (``y[i] = v``); ``copy=False`` returns ``x`` itself when its
+    dtype is already ``dtype``. A traced array cast to an integer or boolean dtype is a
+    numpy array: it has no derivative, and autograd's boxes of integers cannot index.
+    """
+    check_device(device)
     if is_traced(x):
-        return x if x.dtype == dtype else x.astype(dtype)
+        if x.dtype == dtype:
+            return copy_of(x) if copy else x
+        if np.dtype(dtype).kind not in "fc":
+            return np.asarray(untraced(x)).astype(dtype)
+        return x.astype(dtype)
     return np.asarray(x).astype(dtype, copy=copy)
 
 

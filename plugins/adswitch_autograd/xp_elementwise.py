@@ -10,14 +10,16 @@ given a traced array.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import autograd.numpy as anp
 import numpy as np
 
 from .power import pow
+from .writes import copy_of
 from .xp_searching import where
-from .xp_support import is_traced, unsupported, untraced
+from .xp_support import constant, is_traced, unsupported, untraced
 
 __all__ = [
     "abs",
@@ -98,9 +100,34 @@ exp, expm1, log, log1p, log2, log10 = anp.exp, anp.expm1, anp.log, anp.log1p, an
 sqrt, square, hypot, logaddexp = anp.sqrt, anp.square, anp.hypot, anp.logaddexp
 maximum, minimum = anp.maximum, anp.minimum
 conj, real, imag = anp.conj, anp.real, anp.imag
-# Piecewise constant: derivative 0 almost everywhere, which autograd returns.
-sign, floor, ceil, trunc, round = anp.sign, anp.floor, anp.ceil, anp.trunc, anp.round
-floor_divide = anp.floor_divide
+
+
+def _constant_unary(name: str, function: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A piecewise constant function (derivative 0 almost everywhere): on a traced
+    array, numpy's value as a constant of the engine's array type."""
+
+    def piecewise(x: Any, /) -> Any:
+        if is_traced(x):
+            return constant(np.asarray(function(untraced(x))), new=True)
+        return function(x)
+
+    piecewise.__name__ = piecewise.__qualname__ = name
+    piecewise.__doc__ = f"numpy's ``{name}``; its derivative is 0 (a constant)."
+    return piecewise
+
+
+sign, floor = _constant_unary("sign", np.sign), _constant_unary("floor", np.floor)
+ceil, trunc = _constant_unary("ceil", np.ceil), _constant_unary("trunc", np.trunc)
+round = _constant_unary("round", np.round)
+
+
+def floor_divide(x1: Any, x2: Any, /) -> Any:
+    """numpy's ``floor_divide``; its derivative is 0 (a constant of the engine's type)."""
+    if is_traced(x1) or is_traced(x2):
+        return constant(np.asarray(np.floor_divide(untraced(x1), untraced(x2))), new=True)
+    return np.floor_divide(x1, x2)
+
+
 equal, not_equal, less, less_equal = anp.equal, anp.not_equal, anp.less, anp.less_equal
 greater, greater_equal = anp.greater, anp.greater_equal
 isfinite, isinf, isnan = anp.isfinite, anp.isinf, anp.isnan
@@ -113,8 +140,8 @@ nextafter = unsupported("nextafter", np.nextafter)
 
 
 def positive(x: Any, /) -> Any:
-    """``+x``; a traced array is immutable, so it is its own copy."""
-    return x if is_traced(x) else np.positive(x)
+    """``+x``: a new array, as numpy's (traced arrays can be written, so it is a copy)."""
+    return copy_of(x) if is_traced(x) else np.positive(x)
 
 
 def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
@@ -131,5 +158,10 @@ def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
 
 
 def copysign(x1: Any, x2: Any, /) -> Any:
-    """``|x1|`` with the sign of ``x2``; differentiable in ``x1`` (``x2``'s derivative is 0)."""
-    return anp.abs(x1) * np.where(np.signbit(np.asarray(untraced(x2))), -1.0, 1.0)
+    """``|x1|`` with the sign of ``x2``; differentiable in ``x1`` (``x2``'s derivative is 0;
+    at ``x1 == 0`` the derivative is 0, as ``abs``'s)."""
+    if not is_traced(x1):
+        return np.copysign(x1, untraced(x2))
+    dtype = np.result_type(untraced(x1), untraced(x2))
+    sign = np.where(np.signbit(np.asarray(untraced(x2))), -1, 1).astype(dtype)
+    return anp.abs(x1) * sign

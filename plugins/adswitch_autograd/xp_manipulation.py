@@ -66,7 +66,7 @@ def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
     return anp.moveaxis(x, source, destination)
 
 
-def expand_dims(x: Any, /, *, axis: int = 0) -> Any:
+def expand_dims(x: Any, /, axis: int = 0) -> Any:
     """Insert a length-1 axis at ``axis``."""
     return anp.expand_dims(x, axis)
 
@@ -87,8 +87,13 @@ def flip(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
 
 
 def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
-    """Shift elements cyclically along ``axis`` (over the flattened array when ``None``)."""
-    return anp.roll(x, shift, axis=axis)
+    """Shift elements cyclically along ``axis`` (over the flattened array when ``None``);
+    several axes are rolled one at a time (autograd's rule takes one integer shift)."""
+    if axis is None or isinstance(axis, int):
+        return anp.roll(x, shift, axis=axis)
+    for a, s in zip(axis, np.broadcast_to(shift, (len(axis),)), strict=True):
+        x = anp.roll(x, int(s), axis=a)
+    return x
 
 
 def repeat(x: Any, repeats: Any, /, *, axis: int | None = None) -> Any:

@@ -27,7 +27,32 @@ __all__ = [
     "var",
 ]
 
-sum, max, min = anp.sum, anp.max, anp.min
+
+def sum(x: Any, /, *, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+    """Sum over ``axis``; small integers widen as the standard says (numpy's rule).
+
+    A traced ``x`` is converted to ``dtype`` first, so the gradient comes back in ``x``'s
+    own dtype.
+    """
+    if is_traced(x):
+        if dtype is not None and x.dtype != dtype:
+            x = x.astype(dtype)
+        return anp.sum(x, axis=_axis(axis), keepdims=keepdims)
+    return np.sum(x, axis=_axis(axis), dtype=dtype, keepdims=keepdims)
+
+
+def max(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Any:
+    """Maximum over ``axis``; tied maxima share the gradient equally."""
+    return anp.max(x, axis=_axis(axis), keepdims=keepdims)
+
+
+def min(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> Any:
+    """Minimum over ``axis``; tied minima share the gradient equally."""
+    return anp.min(x, axis=_axis(axis), keepdims=keepdims)
+
+
+def _axis(axis: Any) -> Any:
+    return tuple(axis) if isinstance(axis, list) else axis
 
 
 def cumulative_sum(

@@ -1,16 +1,35 @@
-"""The Array API's utility functions: ``all``, ``any`` and ``diff``."""
+"""The Array API's utility functions: ``all``, ``any`` and ``diff``.
+
+``all`` and ``any`` give booleans, which have no derivative: they look at a traced
+array's value.
+"""
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import autograd.numpy as anp
+import numpy as np
 
 from .xp_manipulation import concat
+from .xp_support import untraced
 
 __all__ = ["all", "any", "diff"]
 
-all, any = anp.all, anp.any
+
+def all(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
+    """Whether every element along ``axis`` is true (non-zero)."""
+    return np.all(untraced(x), axis=_axis(axis), keepdims=keepdims)
+
+
+def any(x: Any, /, *, axis: Any = None, keepdims: builtins.bool = False) -> Any:
+    """Whether some element along ``axis`` is true (non-zero)."""
+    return np.any(untraced(x), axis=_axis(axis), keepdims=keepdims)
+
+
+def _axis(axis: Any) -> Any:
+    return tuple(axis) if isinstance(axis, list) else axis
 
 
 def diff(x: Any, /, *, axis: int = -1, n: int = 1, prepend: Any = None, append: Any = None) -> Any:
