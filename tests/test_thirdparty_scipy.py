@@ -132,22 +132,22 @@ OK, MUT = "ok", "MutationError"
 # `xpx.at(a, i_max).set(-inf, copy=None)` (scipy/special/_logsumexp.py, in _logsumexp,
 # when b= is given) and `xpx.at(x_max, ~isfinite(x_max)).set(0)` (log_softmax).
 EXPECTED: dict[str, dict[str, str]] = {
-    "logsumexp": {"tape": OK, "torch": OK, "jax": OK},
-    "logsumexp_b": {"tape": OK, "torch": MUT, "jax": OK},
-    "logsumexp_axis": {"tape": OK, "torch": OK, "jax": OK},
-    "logsumexp_b_axis0": {"tape": OK, "torch": MUT, "jax": OK},
-    "logsumexp_b_zeros": {"tape": OK, "torch": MUT, "jax": OK},
-    "logsumexp_ties": {"tape": OK, "torch": OK, "jax": OK},
-    "logsumexp_large": {"tape": OK, "torch": OK, "jax": OK},
-    "softmax": {"tape": OK, "torch": OK, "jax": OK},
-    "log_softmax": {"tape": OK, "torch": MUT, "jax": OK},
-    "expit": {"tape": OK, "torch": OK, "jax": OK},
-    "logit": {"tape": OK, "torch": OK, "jax": OK},
-    "erf": {"tape": MUT, "torch": OK, "jax": OK},  # the tape has no erf primitive yet
-    "stats_moment3": {"tape": OK, "torch": OK, "jax": OK},
-    "stats_skew": {"tape": OK, "torch": OK, "jax": OK},
-    "stats_kurtosis": {"tape": OK, "torch": OK, "jax": OK},
-    "nested_logsumexp_hvp": {"tape": OK, "torch": OK, "jax": OK},
+    "logsumexp": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "logsumexp_b": {"tape": OK, "torch": MUT, "jax": OK, "autograd": OK},
+    "logsumexp_axis": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "logsumexp_b_axis0": {"tape": OK, "torch": MUT, "jax": OK, "autograd": OK},
+    "logsumexp_b_zeros": {"tape": OK, "torch": MUT, "jax": OK, "autograd": OK},
+    "logsumexp_ties": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "logsumexp_large": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "softmax": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "log_softmax": {"tape": OK, "torch": MUT, "jax": OK, "autograd": OK},
+    "expit": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "logit": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "erf": {"tape": MUT, "torch": OK, "jax": OK, "autograd": OK},  # no tape erf primitive yet
+    "stats_moment3": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "stats_skew": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "stats_kurtosis": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "nested_logsumexp_hvp": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
 }
 # Numbers that are off, on engines this project does not own the arithmetic of: scipy's
 # logsumexp also computes log(sum(exp(a))) -- inf here -- and discards it with

@@ -146,16 +146,16 @@ OK, MUT = "ok", "MutationError"
 # then jax compiles and differentiates these.
 DEVICES = "ValueError"
 EXPECTED: dict[str, dict[str, str]] = {
-    "softmax": {"tape": OK, "torch": MUT, "jax": OK},
-    "rbf_kernel": {"tape": OK, "torch": OK, "jax": DEVICES},
-    "rbf_kernel_self": {"tape": OK, "torch": OK, "jax": MUT},
-    "cosine_similarity": {"tape": OK, "torch": MUT, "jax": MUT},
-    "euclidean_distances": {"tape": OK, "torch": OK, "jax": DEVICES},
-    "euclidean_distances_self": {"tape": OK, "torch": OK, "jax": MUT},
-    "polynomial_kernel": {"tape": OK, "torch": OK, "jax": OK},
-    "nested_rbf_kernel_hvp": {"tape": OK, "torch": OK, "jax": DEVICES},
-    "rbf_kernel_assume_finite": {"tape": OK, "torch": OK, "jax": OK},
-    "nested_rbf_kernel_hvp_assume_finite": {"tape": OK, "torch": OK, "jax": OK},
+    "softmax": {"tape": OK, "torch": MUT, "jax": OK, "autograd": OK},
+    "rbf_kernel": {"tape": OK, "torch": OK, "jax": DEVICES, "autograd": OK},
+    "rbf_kernel_self": {"tape": OK, "torch": OK, "jax": MUT, "autograd": OK},
+    "cosine_similarity": {"tape": OK, "torch": MUT, "jax": MUT, "autograd": OK},
+    "euclidean_distances": {"tape": OK, "torch": OK, "jax": DEVICES, "autograd": OK},
+    "euclidean_distances_self": {"tape": OK, "torch": OK, "jax": MUT, "autograd": OK},
+    "polynomial_kernel": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "nested_rbf_kernel_hvp": {"tape": OK, "torch": OK, "jax": DEVICES, "autograd": OK},
+    "rbf_kernel_assume_finite": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
+    "nested_rbf_kernel_hvp_assume_finite": {"tape": OK, "torch": OK, "jax": OK, "autograd": OK},
 }
 # the file of the write each MutationError should name
 WRITES = {

@@ -38,7 +38,7 @@ __all__ = [
 #: The engines every case runs on; ``torch-copy_saved`` is torch with
 #: ``TorchBackend(copy_saved=True)``, the documented way around torch's refusal of
 #: in-place writes into values it saved.
-ENGINES = ("tape", "torch", "jax")
+ENGINES = ("tape", "torch", "jax", "autograd")
 COPY_SAVED = "torch-copy_saved"
 
 #: A case for the worker: the scalar loss (written against ``ad.array_namespace``) and
@@ -67,7 +67,9 @@ def run_worker(script: str, out_dir: Path) -> dict[str, Any]:
 
 
 def _engine_available(engine: str) -> bool:
-    module = {"tape": "numpy", "torch": "torch", "jax": "jax"}[engine.partition("-")[0]]
+    module = {"tape": "numpy", "torch": "torch", "jax": "jax", "autograd": "autograd"}[
+        engine.partition("-")[0]
+    ]
     return importlib.util.find_spec(module) is not None
 
 

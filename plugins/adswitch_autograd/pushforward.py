@@ -36,6 +36,8 @@ from autograd.numpy.numpy_vjps import nograd_functions
 from autograd.tracer import Box, new_box, trace_stack
 from autograd.util import toposort
 
+from adswitch.errors import AdswitchError
+
 from .boxes import raw_value
 from .sweeps import backward, order
 
@@ -58,6 +60,8 @@ def push(
     if rule is not None:
         try:
             return [rule(argnums, gs, value, args, kwargs) for gs in zip(*columns)]
+        except AdswitchError:
+            raise  # a rule's own refusal (a degenerate point...): its message says why
         except (KeyError, NotImplementedError):
             pass  # a rule for some of the arguments only, or some of their forms
     return transposed(fun, argnums, columns, value, args, kwargs)

@@ -20,7 +20,7 @@ Refused with ``MutationError``/``UnsupportedError`` rather than approximated:
   array belongs to (it would leak out of that call).
 
 Fresh buffers -- the namespace's ``zeros``, ``ones``, ``empty``, ``full`` and ``*_like``
-inside a trace -- are :func:`fresh` boxes with a constant root, writable the same way.
+inside a trace -- are boxes with a constant root (``xp_creation``), writable the same way.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 from autograd.numpy import numpy_wrapper as anp
 from autograd.numpy.numpy_vjps import unbroadcast
-from autograd.tracer import Box, trace_stack
+from autograd.tracer import Box
 
 from adswitch.errors import MutationError, UnsupportedError
 
-from . import levels, views
-from .boxes import GuardedBox, LeafBox, raw_value, tracing
+from . import views
+from .boxes import LeafBox, raw_value
 
-__all__ = ["buffer_write", "copy_of", "fresh", "mutation_message", "write"]
+__all__ = ["buffer_write", "copy_of", "mutation_message", "write"]
 
 _BOX_TYPES = Box.types
 
@@ -81,17 +81,6 @@ def _jvp_value(g: Any, ans: Any, array: Any, index: Any, value: Any) -> Any:
 # value's tangent written into them.
 defjvp(buffer_write, lambda g, ans, array, index, value: buffer_write(g, index, 0.0), _jvp_value,
        argnums=(0, 2))  # fmt: skip
-
-
-def fresh(array: np.ndarray) -> Any:
-    """``array`` as a writable traced array inside an adswitch trace, else unchanged.
-
-    Only floating arrays are boxed: integer and boolean arrays are never differentiated
-    and must stay usable as indices and masks.
-    """
-    if not tracing() or array.dtype.kind != "f":
-        return array
-    return GuardedBox(np.ascontiguousarray(array), trace_stack.top, levels.constant_root())
 
 
 @primitive  # type: ignore[untyped-decorator]
