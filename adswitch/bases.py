@@ -86,5 +86,7 @@ def block(
 ) -> Any:
     """Rows ``start:stop`` of a batched result, reshaped to ``lead + trail`` (``lead`` the
     shape those rows came from, ``trail`` the shape of one result)."""
-    rows = batched[start:stop]
-    return xp.reshape(rows, (*lead, *trail))
+    shape = (*lead, *trail)
+    rows = batched if start == 0 and stop == batched.shape[0] else batched[start:stop]
+    # (each of these costs an eager dispatch on a compiled engine's arrays: skip no-ops)
+    return rows if tuple(rows.shape) == shape else xp.reshape(rows, shape)

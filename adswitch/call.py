@@ -37,14 +37,17 @@ class Started(NamedTuple):
     def info(self, f: Callable[..., Any], entry: str, extra: Hashable = None) -> CallInfo:
         """The call's :class:`CallInfo`; ``extra`` (hashable) distinguishes compiled
         programs of one function by what else the operator asks (``has_aux``, mode...)."""
-        cache_key = None
+        cache_key = structure = None
         if self.engine.capabilities.compiles:
             base = keys.cache_key(self.plan, f)
-            cache_key = None if base is None else (base if extra is None else (base, extra))
+            if base is not None:
+                cache_key = base if extra is None else (base, extra)
+                rest = keys.without_function(base)
+                structure = rest if extra is None else (rest, extra)
         prepared = self.prepared
         if prepared is not None and extra is not None:
             prepared = prepared.setdefault(extra, {})  # one slot per primitive program
-        return CallInfo(self.depth, cache_key, entry, f, False, prepared)
+        return CallInfo(self.depth, cache_key, entry, f, False, prepared, structure)
 
 
 def start(

@@ -7,17 +7,9 @@ from collections.abc import Hashable
 from typing import Any
 
 from adswitch import templates
-from adswitch.leaves import is_array
 from adswitch.plan import Plan
 
-__all__ = ["cache_key", "signature"]
-
-
-def signature(plan: Plan) -> tuple[Any, ...]:
-    """Shapes and dtypes of the array leaves: what a compiled program is specialised to."""
-    return tuple(
-        (tuple(leaf.shape), leaf.dtype) if is_array(leaf) else None for leaf in plan.leaves
-    )
+__all__ = ["cache_key", "without_function"]
 
 
 def cache_key(plan: Plan, f: Any) -> Hashable | None:
@@ -58,3 +50,16 @@ def cache_key(plan: Plan, f: Any) -> Hashable | None:
     except TypeError:
         return None
     return key
+
+
+def without_function(key: Hashable) -> Hashable:
+    """A :func:`cache_key` without the function (``CallInfo.structure_key``).
+
+    Example:
+        >>> import numpy as np
+        >>> without_function(cache_key(Plan((np.ones(2),)), len)) == without_function(
+        ...     cache_key(Plan((np.ones(2),)), sum))
+        True
+    """
+    assert isinstance(key, tuple)
+    return key[1:]

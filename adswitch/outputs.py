@@ -31,7 +31,9 @@ class LossFunction:
 
     def __init__(self, f: Callable[..., Any], plan: Plan) -> None:
         self.f = f
-        self.args = plan.args
+        # (treedef, leaf ids) per argument: the structure only -- engines may keep this
+        # function (a pullback does), and it must not keep the caller's arrays alive
+        self.args = [(p.treedef, p.leaf_ids) for p in plan.args]
         self.bare = plan.bare
         self.output_structure: Hashable = _UNSEEN
 
@@ -42,10 +44,10 @@ class LossFunction:
             return self.f(*[values[u] for u in bare])
         return self.f(
             *[
-                values[p.leaf_ids[0]]
-                if p.treedef is None
-                else trees.unflatten(p.treedef, [values[u] for u in p.leaf_ids])
-                for p in self.args
+                values[ids[0]]
+                if treedef is None
+                else trees.unflatten(treedef, [values[u] for u in ids])
+                for treedef, ids in self.args
             ]
         )
 

@@ -29,6 +29,7 @@ from adswitch.leaves import (
     ROLES,
     SCALAR,
     SCALAR_RESULT,
+    SCALAR_TYPES,
     describe,
     is_differentiable,
     leaf_kind,
@@ -169,6 +170,17 @@ class Plan:
         for new, old in zip(bare.args, self.args):
             new.leaf_ids = tuple(old.leaf_ids)
         return bare
+
+    def for_results(self) -> Plan:
+        """This plan with only what placing results needs (for a pullback, which may
+        outlive its call): no argument arrays, but the scalar leaves (their types come
+        back) and the ``Duplicated`` shadows (the results go there)."""
+        kept = self.structure()
+        kept.leaves = [leaf if isinstance(leaf, SCALAR_TYPES) else None for leaf in self.leaves]
+        kept.args = tuple(
+            p if p.kind == DUPLICATED else bare for p, bare in zip(self.args, kept.args)
+        )
+        return kept
 
     def rebound(self, leaves: list[Any], args: Sequence[ArgPlan]) -> Plan:
         """The plan of a call whose arguments have this plan's structure (the caller

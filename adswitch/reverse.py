@@ -14,7 +14,7 @@ from adswitch.plan import Plan
 from adswitch.results import place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend
 from adswitch.spec import Pullback as EnginePullback
-from adswitch.tangents import cotangents_per_output
+from adswitch.tangents import cotangents_per_output, stand_in
 
 __all__ = ["Pullback", "run_vjp", "vjp"]
 
@@ -45,7 +45,9 @@ class Pullback:
         self._engine = engine
         self._plan = plan
         self._layout = layout
-        self._y_leaves = list(y_leaves)
+        # What a cotangent is checked against -- shapes and dtypes -- without keeping the
+        # outputs themselves alive as long as the pullback.
+        self._y_leaves = [stand_in(y) for y in y_leaves]
         self._pullback = pullback
         self._depth = depth
         self._zero = zero
@@ -116,7 +118,7 @@ def run_vjp(started: Started, f: Callable[..., Any], has_aux: bool, zero: bool) 
     layout = fn.outputs()
     value = fn.output(out_leaves)
     pullback = Pullback(
-        engine, plan, layout, out_leaves[: layout.n_y], engine_pullback, depth, zero
+        engine, plan.for_results(), layout, out_leaves[: layout.n_y], engine_pullback, depth, zero
     )
     if has_aux:
         y, aux = value

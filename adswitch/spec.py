@@ -158,10 +158,11 @@ class CallInfo(NamedTuple):
             activity -- everything except the leaves' values, shapes and dtypes, which
             the engine adds itself. ``None`` when the function cannot be keyed (then do
             not cache). Compare it, never look inside it.
-        entry: the operator being computed: ``"gradient"`` (an engine may skip making
-            outputs concrete: the caller discards them), ``"withgradient"``, ``"vjp"``,
-            ``"jvp"``, ``"jacobian"``, ``"hessian"``, ``"hvp"``, ``"derivative"``.
-            Informational (messages, cache keys): the primitive called says what to do.
+        entry: the operator being computed: ``"gradient"``, ``"withgradient"``,
+            ``"vjp"``, ``"jvp"``, ``"jacobian"``, ``"hessian"``, ``"hvp"``,
+            ``"derivative"``. The primitive called says what to do; for ``"gradient"``,
+            ``"hessian"`` and ``"hvp"`` the caller discards the outputs, so an engine may
+            skip making them concrete (and a compiler may drop what only they need).
         func: the user's function (for engines that guard what a compiled program baked
             in, and to name it in messages). Always set by the front end.
         batched: the tangents of ``jvp`` / the cotangents made by ``vjp_apply``'s seed
@@ -173,6 +174,9 @@ class CallInfo(NamedTuple):
             activity, leaf types, shapes, dtypes and devices (values, and the values of
             non-array leaves, may differ). Calls may come from several threads at once.
             ``None`` for other calls.
+        structure_key: ``cache_key`` without the user's function: for an engine that
+            identifies the function itself by what it is (its code, what it reads) rather
+            than by the function object, so that look-alike functions share a program.
     """
 
     depth: int = 0
@@ -181,6 +185,7 @@ class CallInfo(NamedTuple):
     func: Callable[..., Any] | None = None
     batched: bool = False
     prepared: dict[Hashable, Any] | None = None
+    structure_key: Hashable | None = None
 
 
 class LossFn(Protocol):

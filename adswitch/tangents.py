@@ -22,7 +22,7 @@ from adswitch.leaves import describe, leaf_kind
 from adswitch.outputs import Outputs
 from adswitch.plan import CONST, Plan
 
-__all__ = ["cotangents_per_output", "tangents_per_leaf"]
+__all__ = ["cotangents_per_output", "stand_in", "tangents_per_leaf"]
 
 
 def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list[Any]:
@@ -113,6 +113,17 @@ def cotangents_per_output(layout: Outputs, y_leaves: Sequence[Any], cotangent: A
             continue
         out.append(_conform(c, y, path, "output"))
     return out
+
+
+def stand_in(value: Any) -> Any:
+    """Something with ``value``'s shape and dtype that holds no data (one element,
+    broadcast), for checking cotangents after the value itself may be gone; non-arrays
+    as they are."""
+    if isinstance(value, (float, int, str, bytes, complex, type(None))) or not hasattr(
+        value, "dtype"
+    ):
+        return value
+    return np.broadcast_to(np.zeros((), dtype=numpy_dtype(value.dtype)), shape_of(value))
 
 
 def _conform(t: Any, value: Any, path: str, what: str) -> Any:

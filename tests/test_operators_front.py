@@ -227,3 +227,18 @@ def test_operators_nest_inside_gradient() -> None:
 
     (g,) = ad.gradient(penalty, np.array([1.0, -2.0]))
     np.testing.assert_allclose(g, 8 * np.array([1.0, -2.0]))
+
+
+@pytest.mark.parametrize("backend", ["tape", "torch", "jax", "autograd"])
+def test_a_kept_pullback_keeps_no_argument_or_output_alive(backend: str) -> None:
+    import gc
+    import weakref
+
+    x = np.ones(3)
+    x_ref = weakref.ref(x)
+    y, pullback = ad.vjp(lambda v: v**2, x, backend=backend)
+    y_ref = weakref.ref(y)
+    del x, y
+    gc.collect()
+    assert x_ref() is None and y_ref() is None
+    np.testing.assert_allclose(pullback(np.ones(3))[0], [2.0, 2.0, 2.0])

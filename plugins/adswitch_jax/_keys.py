@@ -22,38 +22,26 @@ NUMERIC = frozenset("biufc")
 # Any of these among the leaves turns 64-bit mode on for the call: without it jax would
 # silently compute (or truncate) them in 32 bits.
 WIDE = frozenset(np.dtype(t) for t in ("float64", "int64", "uint64", "complex128"))
-_ABSENT = object()
 
 
 def structure_of(info: CallInfo) -> Hashable:
-    """The front end's cache key less the user's function: the argument structure, ties,
-    activity, constant leaf values and operator that a program is specialised to.
-
-    The engine identifies the function itself by what it is (:mod:`adswitch_jax._captures`),
-    so that a new function object computing the same thing finds the program. Uses
-    ``info.structure_key`` when the front end provides it (proposed); until then this
-    shim drops the function from the key's known layouts, ``(f, ...)`` and
-    ``((f, ...), extra)``, and keeps any other layout whole (the function's identity
-    stays in the key: correct, only not shared between look-alike functions).
+    """The front end's cache key less the user's function (``CallInfo.structure_key``):
+    the argument structure, ties, activity, constant leaf values and operator a program is
+    specialised to. The engine identifies the function itself by what it is
+    (:mod:`adswitch_jax._captures`), so that a new function object computing the same
+    thing finds the program. A caller that gives no structure key (an engine called
+    directly) is keyed by its whole ``cache_key``: correct, only not shared between
+    look-alike functions.
 
     Example:
-        >>> f = len
-        >>> structure_of(CallInfo(0, (f, "args", (True,)), func=f))
-        ('args', (True,))
-        >>> structure_of(CallInfo(0, ((f, "args"), ("vjp", False)), func=f))
-        (('args',), ('vjp', False))
+        >>> structure_of(CallInfo(0, (len, "args"), structure_key=("args",)))
+        ('args',)
+        >>> structure_of(CallInfo(0, (len, "args")))
+        (<built-in function len>, 'args')
     """
-    explicit = getattr(info, "structure_key", _ABSENT)
-    if explicit is not _ABSENT:
-        return explicit
-    key, func = info.cache_key, info.func
-    if type(key) is tuple and key:
-        head = key[0]
-        if head is func:
-            return key[1:]
-        if len(key) == 2 and type(head) is tuple and head and head[0] is func:
-            return (head[1:], key[1])
-    return key
+    if info.structure_key is not None:
+        return info.structure_key
+    return info.cache_key
 
 
 def static_token(leaf: Any) -> Hashable:

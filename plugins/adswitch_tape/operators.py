@@ -23,7 +23,7 @@ enclosing call, whose trace then records the sweeps -- results stay differentiab
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,8 +55,10 @@ class TapePullback:
         self._trace = trace
         self._roots = slots
         self._dtypes = dtypes
-        self._leaves = list(leaves)
-        self._traced = traced
+        # Results need each leaf's type, shape and dtype, not its data: keep stand-ins, so
+        # that a pullback the caller keeps does not keep the caller's arrays alive.
+        self._leaves = [leaf if isinstance(leaf, float) else None for leaf in leaves]
+        self._traced = {i: (None, _stand_in(first), slot) for i, (_, first, slot) in traced.items()}
 
     def __call__(self, cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
         if len(cotangents) != len(self._roots):
@@ -226,7 +228,7 @@ def _pull(
 def _results(
     grads: list[Any] | None,
     leaves: Sequence[Any],
-    traced: Traced,
+    traced: Mapping[int, tuple[Any, Any, int]],
     batch: tuple[int, ...],
     seeds: list[Any],
 ) -> list[Any | None]:
@@ -237,6 +239,14 @@ def _results(
     for i, (_, value, slot) in traced.items():
         out[i] = conform(grads[slot] if grads else None, leaves[i], value, seen, batch)
     return out
+
+
+def _stand_in(value: Any) -> Any:
+    """No data, ``value``'s shape and dtype (one element, broadcast); an enclosing call's
+    tracer stays itself (its gradients are recorded against it)."""
+    if type(value) is not np.ndarray:
+        return value
+    return np.broadcast_to(np.zeros((), dtype=value.dtype), value.shape)
 
 
 def _seed(c: Any, dtype: Any) -> Any:

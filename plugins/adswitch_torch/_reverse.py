@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+import numpy as np
+
 from adswitch.spec import CallInfo, OutputFn, SeedFn
 
 from . import _distributed
@@ -67,7 +69,9 @@ class TorchPullback:
         self._outs = [diffs[k] for k in self._which]
         self._inputs = list(inputs)
         self._positions = list(positions)
-        self._leaves = list(leaves)
+        # numpy leaves only say their kind to the results: stand-ins without their data,
+        # so that a pullback kept by the caller does not keep the caller's arrays alive
+        self._leaves = [_stand_in(leaf) for leaf in leaves]
         self._nested = nested
         self._plain = plain
 
@@ -100,6 +104,12 @@ class TorchPullback:
 
     def __repr__(self) -> str:
         return f"<adswitch torch pullback of {len(self._outs)} output(s)>"
+
+
+def _stand_in(leaf: Any) -> Any:
+    if type(leaf) is np.ndarray:
+        return np.broadcast_to(np.zeros((), dtype=leaf.dtype), leaf.shape)
+    return leaf
 
 
 def _batch_of(cotangents: Sequence[Any]) -> int:
