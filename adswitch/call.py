@@ -34,9 +34,12 @@ class Started(NamedTuple):
     depth: int  # differentiations on this engine enclosing the call
     prepared: dict[Hashable, Any] | None = None  # the engine's slot of a prepared call
 
-    def info(self, f: Callable[..., Any], entry: str, extra: Hashable = None) -> CallInfo:
+    def info(
+        self, f: Callable[..., Any], entry: str, extra: Hashable = None, outputs: bool = True
+    ) -> CallInfo:
         """The call's :class:`CallInfo`; ``extra`` (hashable) distinguishes compiled
-        programs of one function by what else the operator asks (``has_aux``, mode...)."""
+        programs of one function by what else the operator asks (``has_aux``, mode...);
+        ``outputs``: whether the caller uses the outputs' values."""
         cache_key = structure = None
         if self.engine.capabilities.compiles:
             base = keys.cache_key(self.plan, f)
@@ -47,7 +50,7 @@ class Started(NamedTuple):
         prepared = self.prepared
         if prepared is not None and extra is not None:
             prepared = prepared.setdefault(extra, {})  # one slot per primitive program
-        return CallInfo(self.depth, cache_key, entry, f, False, prepared, structure)
+        return CallInfo(self.depth, cache_key, entry, f, False, prepared, structure, outputs)
 
 
 def start(
@@ -118,7 +121,7 @@ def run_gradient(
     """:func:`differentiate` on a started call (also the run of a prepared one)."""
     plan, engine, depth, _ = started
     fn = LossFunction(f, plan)
-    info = started.info(f, entry)
+    info = started.info(f, entry, outputs=entry != "gradient")
     token = selection.current_calls.set((*selection.current_calls.get(), engine))
     try:  # (not ``running``: a context manager costs a microsecond on this hot path)
         out_leaves, grads = derive.value_and_grad(engine, fn, plan.leaves, plan.active, info)

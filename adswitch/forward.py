@@ -61,13 +61,18 @@ def jvp(
 
 
 def run_jvp(
-    started: Started, f: Callable[..., Any], tangents: Any, has_aux: bool
+    started: Started,
+    f: Callable[..., Any],
+    tangents: Any,
+    has_aux: bool,
+    operator: str = "jvp",
 ) -> tuple[Any, ...]:
-    """:func:`jvp` on a started call (also the run of a prepared one)."""
+    """:func:`jvp` on a started call (also the run of a prepared one); ``operator``
+    ``"derivative"``: the caller keeps only the tangent."""
     plan, engine, depth, _ = started
     per_leaf = tangents_per_leaf(plan, tangents)
-    fn = OutputFunction(f, plan, has_aux, "jvp")
-    info = started.info(f, "jvp", ("jvp", has_aux))
+    fn = OutputFunction(f, plan, has_aux, operator)
+    info = started.info(f, operator, ("jvp", has_aux), outputs=operator == "jvp")
     with running(engine):
         out_leaves, out_tangents = derive.jvp(engine, fn, plan.leaves, plan.active, per_leaf, info)
     layout = fn.outputs()
@@ -113,8 +118,8 @@ def derivative(
         [6.0, 12.0]
     """
     primals, tangents = derivative_primals(x, args)
-    _, tangent = jvp(f, primals, tangents, backend=backend)
-    return tangent
+    started = start(f, primals, backend, "derivative", duplicated_ok=False)
+    return run_jvp(started, f, tangents, False, "derivative")[1]
 
 
 def derivative_primals(x: Any, args: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

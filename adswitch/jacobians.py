@@ -81,7 +81,7 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
     """:func:`jacobian` on a started call (also the run of a prepared one)."""
     plan, engine, depth, _ = started
     fn = OutputFunction(f, plan, has_aux, "jacobian")
-    info = started.info(f, "jacobian", ("jacobian", has_aux))
+    info = started.info(f, "jacobian", ("jacobian", has_aux), outputs=has_aux)
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
     in_layout = Layout(inputs)
     chosen = _choose(mode, engine, f, in_layout.total, plan)
@@ -242,7 +242,7 @@ def _choose(mode: str, engine: Backend, f: Any, n_inputs: int, plan: Plan) -> st
 
 
 def _size_key(f: Any, plan: Plan) -> Hashable:
-    shapes = tuple([(shape_of(v), str(getattr(v, "dtype", ""))) for v in plan.leaves])
+    shapes = tuple([(shape_of(v), getattr(v, "dtype", None)) for v in plan.leaves])
     return (getattr(f, "__code__", None) or id(type(f)), tuple(plan.active), shapes)
 
 

@@ -185,7 +185,7 @@ class Prepared:
         if name == "jvp":
             return run_jvp(started, f, tangents, kw["has_aux"])
         if name == "derivative":
-            return run_jvp(started, f, tangents, False)[1]
+            return run_jvp(started, f, tangents, False, "derivative")[1]
         if name == "jacobian":
             return run_jacobian(started, f, kw["mode"], kw["has_aux"])
         if name == "hessian":

@@ -107,7 +107,7 @@ def run_hessian(started: Started, f: Callable[..., Any]) -> Any:
     plan, engine, depth, _ = started
     strategy = _second_order_strategy(engine, "hessian")
     inner = GradientFunction(engine, f, plan)
-    info = started.info(f, "hessian", ("hessian", strategy))._replace(batched=True)
+    info = started.info(f, "hessian", ("hessian", strategy), outputs=False)._replace(batched=True)
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
     layout = Layout(inputs)
     seeds = basis(inputs, layout)
@@ -213,7 +213,7 @@ def run_hvp(started: Started, f: Callable[..., Any], tangents: Any, zero: bool) 
     strategy = _second_order_strategy(engine, "hvp")
     per_leaf = tangents_per_leaf(plan, tangents)
     inner = GradientFunction(engine, f, plan)
-    info = started.info(f, "hvp", ("hvp", strategy))
+    info = started.info(f, "hvp", ("hvp", strategy), outputs=False)
     with running(engine):
         if strategy == "forward-over-reverse":
             _, out = derive.jvp(engine, inner, plan.leaves, plan.active, per_leaf, info)

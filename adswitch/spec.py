@@ -177,6 +177,10 @@ class CallInfo(NamedTuple):
         structure_key: ``cache_key`` without the user's function: for an engine that
             identifies the function itself by what it is (its code, what it reads) rather
             than by the function object, so that look-alike functions share a program.
+        wants_outputs: ``False`` when the caller uses only the outputs' shapes and dtypes,
+            not their values (``ad.gradient``, a Jacobian without aux, ``ad.derivative``,
+            Hessians): an engine may then hand them back without making them concrete
+            or converting them to the caller's kind.
     """
 
     depth: int = 0
@@ -186,6 +190,7 @@ class CallInfo(NamedTuple):
     batched: bool = False
     prepared: dict[Hashable, Any] | None = None
     structure_key: Hashable | None = None
+    wants_outputs: bool = True
 
 
 class LossFn(Protocol):

@@ -106,7 +106,8 @@ def finish(
 ) -> tuple[list[Any], Any]:
     """Outputs and gradients (or tangents) in the caller's kinds."""
     jax_kind = found.jax_kind
-    outs = outputs(out_leaves, jax_kind)
+    # (the caller reads only the outputs' shapes: no copies to numpy)
+    outs = outputs(out_leaves, jax_kind) if request.info.wants_outputs else list(out_leaves)
     if request.primitive == "jvp":
         return outs, outputs(list(result), jax_kind)
     return outs, per_leaf(result, kinds, request.batched)
