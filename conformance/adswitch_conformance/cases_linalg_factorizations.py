@@ -9,7 +9,10 @@ signs (``v_i v_i^T``, ``U diag(h(s)) V^T``) and ``qr``'s signs (``Q_ij R_jj``) a
 References: finite differences, including at repeated eigenvalues and singular values
 for the well-posed functions there (symmetric functions of the eigenvalues, projectors
 onto an eigenspace, the polar factor ``U V^T``); closed forms or a subgradient check
-where the function has a kink (the largest of a repeated eigenvalue)."""
+where the function has a kink (the smallest of a repeated eigenvalue). Where the
+eigenvectors or singular vectors themselves are not differentiable, an engine may
+refuse with an ``UnsupportedError`` instead (the promise: the right number or a clear
+error)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import numpy as np
 import adswitch as ad
 
 from .case import Case, arr
-from .cases_linalg import NESTED, regular, spread
+from .cases_linalg import NESTED, REFUSED, regular, spread
 
 F = "linalg"
 
@@ -244,18 +247,20 @@ CASES = [
         "linalg.eigvalsh_repeated_min",
         F,
         "the smallest eigenvalue where it is repeated (a kink): a subgradient (a convex "
-        "combination of u u^T over its eigenspace), never NaN",
+        "combination of u u^T over its eigenspace), or a refusal; never NaN",
         _smallest,
         lambda: (_repeated(),),
         check=_check_smallest,
+        also_ok=REFUSED,
     ),
     Case(
         "linalg.eigh_repeated_projector",
         F,
-        "the projector onto a repeated eigenvalue's eigenspace (from eigh's eigenvectors, "
-        "not differentiable one by one there): smooth, its derivative finite differences'",
+        "the projector onto a repeated eigenvalue's eigenspace, from eigh's eigenvectors: "
+        "smooth there, finite differences' (or a refusal; never roundoff over roundoff)",
         _projector,
         lambda: (_repeated(),),
+        also_ok=REFUSED,
     ),
     Case(
         "linalg.qr",
@@ -276,9 +281,11 @@ CASES = [
         "linalg.svd_polar_repeated",
         F,
         "the polar factor U Vh of an orthogonal matrix, whose singular values are all 1: "
-        "smooth there; only the rotation U and V share may be dropped, not all of dU, dV",
+        "smooth there; only the rotation U and V share may be dropped, not all of dU, dV "
+        "(or a refusal)",
         _polar,
         lambda: (_orthogonal(),),
+        also_ok=REFUSED,
     ),
     Case(
         "linalg.svdvals",

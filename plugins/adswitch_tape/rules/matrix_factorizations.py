@@ -50,6 +50,7 @@ from .matrix_helpers import (
     lower_read,
     mT,
     part,
+    regular_triangle,
     row,
     safe_reciprocal,
     singular,
@@ -127,12 +128,14 @@ def _qr_vjp(g: Any, ans: Any, x: Any) -> Any:
     m = P.matmul_nt(gr, r) - P.matmul_tn(q, gq)
     low = tri(shape_of(m)[-1], m, strict=True)
     copied = m - m * low + mT(m) * low  # triu(m) + triu(m, 1)^T
+    regular_triangle(r, *_QR_SINGULAR)
     with singular(*_QR_SINGULAR):
         return mT(M.solve(r, mT(gq + P.matmul(q, copied))))  # (...) inv(R)^T
 
 
 def _qr_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
     q, r = _qr_parts(ans)
+    regular_triangle(r, *_QR_SINGULAR)
     with singular(*_QR_SINGULAR):
         right = solve_right(ts[0], r)  # dx inv(R)
     c = P.matmul_tn(q, right)

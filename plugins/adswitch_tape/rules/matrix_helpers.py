@@ -26,8 +26,8 @@ from .helpers import shape_of
 
 __all__ = [
     "SingularMatrixError", "col", "diag_embed", "diagonal", "gap_reciprocals", "lower_gradient",
-    "lower_read", "mT", "part", "row", "safe_reciprocal", "singular", "solve_right",
-    "sum_reciprocals", "tri",
+    "lower_read", "mT", "part", "regular_triangle", "row", "safe_reciprocal", "singular",
+    "solve_right", "sum_reciprocals", "tri",
 ]  # fmt: skip
 
 # How close two computed eigenvalues (singular values) must be to count as equal, in
@@ -51,6 +51,15 @@ def singular(what: str, fix: str) -> Iterator[None]:
         if isinstance(exc, SingularMatrixError):
             raise
         raise SingularMatrixError(f"tape: {what} ({exc}). Fix: {fix}") from exc
+
+
+def regular_triangle(r: Any, what: str, fix: str) -> None:
+    """Raise a :class:`SingularMatrixError` unless the triangular matrices ``r`` are
+    numerically regular (no diagonal entry below roundoff of the largest): solving with
+    a numerically singular one gives no error, only numbers of size 1/eps."""
+    d = np.abs(np.diagonal(np.asarray(raw(r)), axis1=-2, axis2=-1))
+    if d.size and (d <= _tolerance(d)).any():
+        raise SingularMatrixError(f"tape: {what} (a zero on R's diagonal). Fix: {fix}")
 
 
 def mT(x: Any) -> Any:
