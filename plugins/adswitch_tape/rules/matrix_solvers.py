@@ -9,14 +9,15 @@ Degeneracy:
 
 * ``inv``, ``solve``: a singular matrix raises numpy's ``LinAlgError`` in the forward
   pass already, as in numpy.
-* ``det``: its gradient is the cofactor matrix, computed from the SVD, so it is right
-  at singular matrices (rank ``n - 1``: the adjugate; lower: 0). Its derivative (the
-  second derivative of ``det``) is ``C tr(inv(x) t) - C t^T inv(x)^T``: exact away from
-  singular matrices, a :class:`~.matrix_helpers.SingularMatrixError` at an exactly
-  singular one.
+* ``det``: its gradient is the cofactor matrix (the adjugate's transpose), computed from
+  the SVD where the matrix is ill-conditioned, so it is right at singular matrices too
+  (rank ``n - 1``: nonzero; lower rank: 0), where ``det * inv(x)^T`` fails. Its
+  derivative (the second derivative of ``det``) is ``C tr(inv(x) t) - C t^T inv(x)^T``:
+  exact away from singular matrices, a :class:`~.matrix_helpers.SingularMatrixError` at
+  an exactly singular one.
 * ``slogdet``: the sign has derivative 0; ``log|det|``'s gradient is ``inv(x)^T``,
-  infinite at a singular matrix: a :class:`~.matrix_helpers.SingularMatrixError` there
-  (numpy's forward gives ``-inf``).
+  infinite at a singular matrix: a :class:`~.matrix_helpers.SingularMatrixError` at an
+  exactly singular one (numpy's forward gives ``-inf``).
 * ``pinv``: the derivative at constant rank (Golub and Pereyra's formula), the rank as
   numpy's cut ``rtol`` decides it; the pseudo-inverse is not continuous where the rank
   changes, and no derivative exists there.

@@ -93,7 +93,7 @@ def slogdet(x: Any, /) -> SlogdetResult:
     if not _traced(x):
         return constants_only("linalg.slogdet", np.linalg.slogdet, x)  # type: ignore[no-any-return]
     packed = M.slogdet(x)
-    sign = like_inputs(np.asarray(raw(packed)[..., 0]), True)
+    sign = like_inputs(np.array(raw(packed)[..., 0]), True)  # (a copy: not a view of packed)
     return SlogdetResult(sign, _part(packed, 1))
 
 
