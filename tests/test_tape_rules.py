@@ -33,6 +33,7 @@ from adswitch_tape.core import Trace
 from adswitch_tape.recording import PRIMS, Prim, defvjp, unary
 from adswitch_tape.rules import primitives as P
 from adswitch_tape.tracer import Tracer, raw
+from tape_linalg_examples import linalg_examples
 
 
 class ReadDropped(Exception):
@@ -143,6 +144,8 @@ def _cases() -> Iterator[Case]:
     for axis in (0, 1, None):
         yield Case(P.concat, (u(-1, 1, 2, 3), u(-1, 1, 2, 3)), {"axis": axis})
     yield Case(P.stack, (u(-1, 1, 2, 3), u(-1, 1, 2, 3)), {"axis": 1})
+    for fn, args, kw in linalg_examples():  # the factorizations and solvers
+        yield Case(fn, args, kw)
 
 
 CASES = list(_cases())

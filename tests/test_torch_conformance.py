@@ -9,12 +9,22 @@ import pytest
 pytest.importorskip("torch")
 
 from adswitch_conformance.cases import catalogue
-from adswitch_conformance.runner import PASS, UNSUPPORTED, run_case
+from adswitch_conformance.runner import PASS, UNSUPPORTED, WRONG, run_case
 from adswitch_torch import TorchBackend
 
 # Numpy operands in traced expressions: torch refuses `ndarray * tensor` for tensors
 # that require grad, so both modes raise UnsupportedError with the xp.asarray fix.
 ALWAYS_UNSUPPORTED = {"basics.numpy_constants"}
+
+# Wrong numbers torch itself gives (torch 2.13), found by the linalg family; kept strict,
+# so that a fix (in torch, or adswitch_torch refusing these points) removes them here.
+KNOWN_WRONG = {
+    "linalg.det_singular": "torch.linalg.det's gradient is 0 where LU meets an exact zero "
+    "pivot; the cofactor matrix is not 0",
+    "linalg.eigh_repeated_projector": "torch.linalg.eigh's backward divides by eigenvalue "
+    "gaps: at a repeated eigenvalue, roundoff over roundoff",
+    "linalg.svd_polar_repeated": "torch.linalg.svd's backward at repeated singular values: NaN",
+}
 
 
 @pytest.mark.parametrize("copy_saved", [False, True], ids=["default", "copy_saved"])
@@ -25,9 +35,10 @@ def test_catalogue(copy_saved: bool) -> None:
     bad = [
         f"{r.case}: {r.outcome}: {r.message}"
         for r in records
-        if r.outcome not in (PASS, UNSUPPORTED)
+        if r.outcome not in (PASS, UNSUPPORTED) and r.case not in KNOWN_WRONG
     ]
     assert not bad, "\n".join(bad)
+    assert {r.case for r in records if r.outcome == WRONG} == set(KNOWN_WRONG)
     unsupported = {r.case for r in records if r.outcome == UNSUPPORTED}
     if copy_saved:
         assert unsupported == ALWAYS_UNSUPPORTED

@@ -38,6 +38,7 @@ FAMILIES = (
     "mutation",
     "hygiene",
     "operators",
+    "linalg",
 )
 """Catalogue families in the order the reports list them."""
 

@@ -18,6 +18,8 @@ def catalogue() -> list[Case]:
         cases_activity,
         cases_basics,
         cases_hygiene,
+        cases_linalg,
+        cases_linalg_factorizations,
         cases_mutation,
         cases_nested,
         cases_operators,
@@ -41,6 +43,8 @@ def catalogue() -> list[Case]:
         cases_operators,
         cases_operators_matrices,
         cases_operators_nested,
+        cases_linalg,
+        cases_linalg_factorizations,
     ):
         cases.extend(module.CASES)
     return cases

@@ -12,7 +12,8 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
        helpers (``helpers``: shapes, unbroadcasting, batch axes), the gradient tables
        (``elementwise``, ``shapes``, ``linalg``, ``reductions``; non-smooth points
        documented there) and the tangent tables (``forward_elementwise``,
-       ``forward_arrays``);
+       ``forward_arrays``); the ``linalg`` factorizations and solvers with both kinds of
+       rules (``matrix_primitives``, ``matrix_solvers``, ``matrix_factorizations``);
     4. ``mutation``   -- in-place writes, recorded copy-on-write, and numpy-style views;
        ``conversions`` -- ``int``/``float``/``np.asarray``/DLPack of a tracer: allowed
        where no gradient is dropped, refused with the fix where one would be;

@@ -6,11 +6,11 @@
 # listed id that matches no test.
 #
 # Usage: tests/array_api/run_suite.sh [ENGINE] [more pytest arguments]
-#   ENGINE: tape (the default: adswitch_tape.namespace, fft and linalg disabled), autograd
+#   ENGINE: tape (the default: adswitch_tape.namespace, fft disabled), autograd
 #   (adswitch_autograd.namespace, fft disabled), or any importable namespace module (numpy,
 #   array_api_strict...: no xfails file unless XFAILS names one; for comparisons).
 # Environment: PYTHON (default: python), MAX_EXAMPLES (default: 10, about 20 s on two
-# cores), DISABLE (the extensions to disable, default the engine's: "fft linalg" for the
+# cores), DISABLE (the extensions to disable, default the engine's: "fft" for the
 # tape, "fft" for autograd and other modules; "fft linalg" runs autograd as issue 13
 # measured it), XFAILS (an xfails file instead of the engine's; empty for none),
 # ARRAY_API_TESTS_DIR (default: shared/external/array-api-tests beside the repository, or
@@ -28,7 +28,7 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
 fi
 case "$engine" in
     tape)
-        module=adswitch_tape.namespace default_disable="fft linalg"
+        module=adswitch_tape.namespace default_disable="fft"
         default_xfails="$here/tape-xfails.txt" ;;
     autograd)
         module=adswitch_autograd.namespace default_disable="fft"

@@ -1,29 +1,43 @@
-"""The Array API ``linalg`` extension for the tape (``xp.linalg``), so far.
+"""The Array API ``linalg`` extension for the tape (``xp.linalg``), differentiated.
 
-Differentiated where the function is a composition of the primitives: ``matmul``,
-``matrix_transpose``, ``tensordot``, ``vecdot``, ``cross``, ``diagonal``, ``trace``,
-``outer``, ``vector_norm``, ``matrix_norm`` (``'fro'``, 1, -1, inf, -inf) and
-``matrix_power`` (``n >= 0``); norms at zero have gradient 0 (a subgradient, as ``abs``
-at 0). ``matrix_rank`` has a zero derivative. The factorizations and solvers
-(``cholesky``, ``det``, ``eigh``, ``inv``, ``qr``, ``solve``, ``svd``...) need gradient
-rules of their own: on constants they are numpy's, on a traced array they raise
-:class:`~adswitch.errors.UnsupportedError` with the fix (see ``axes.constants_only``).
-Part of the namespace.
+Compositions of the primitives: ``matmul``, ``matrix_transpose``, ``tensordot``,
+``vecdot``, ``cross``, ``diagonal``, ``trace``, ``outer``, ``vector_norm``,
+``matrix_norm`` and ``matrix_power``; norms at zero have gradient 0 (a subgradient, as
+``abs`` at 0), ties in a max/min norm split evenly. ``matrix_norm`` of ord ``2``, ``-2``
+and ``'nuc'`` is the max, min and sum of the singular values (at a repeated largest or
+smallest one, the even split: a subgradient; ``'nuc'`` at a rank-deficient matrix:
+``U V^T``, a subgradient). ``matrix_power`` with ``n < 0`` is a power of ``inv``.
+``matrix_rank`` has a zero derivative. The factorizations and solvers (``cholesky``,
+``det``, ``eigh``, ``eigvalsh``, ``inv``, ``pinv``, ``qr``, ``slogdet``, ``solve``,
+``svd``, ``svdvals``) are primitives with rules of their own (``xp/decompositions.py``;
+how each handles singular matrices and repeated eigenvalues: ``rules/matrix_solvers.py``,
+``rules/matrix_factorizations.py``). Part of the namespace.
 """
 
 from __future__ import annotations
 
 import builtins
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-
-from adswitch.errors import UnsupportedError
 
 from ..conversions import carries_gradient
 from ..rules import primitives as P
 from ..tracer import Tracer, raw
 from .axes import axes_of, constants_only, like_inputs, ndim_of
+from .decompositions import (
+    cholesky,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    svdvals,
+)
 from .reductions import max, min, sum, tensordot, vecdot
 from .shapes import matrix_transpose, stack
 
@@ -134,17 +148,20 @@ def matrix_norm(
         extreme = max if ord in (1, np.inf) else min
         out = extreme(sum(P.abs(x), axis=summed, keepdims=True), axis=pick, keepdims=True)
         return out if keepdims else P.reshape(out, shape=np.shape(raw(out))[:-2])
-    raise UnsupportedError(
-        f"tape: xp.linalg.matrix_norm(ord={ord!r}) of a traced array needs singular values, "
-        "which have no gradient rule on the tape yet. Fix: ord='fro', 1 or inf, or choose "
-        "backend='torch' or 'jax'."
-    )
+    if ord in (2, -2, "nuc"):
+        s = svdvals(x)
+        out = max(s, axis=-1) if ord == 2 else min(s, axis=-1) if ord == -2 else sum(s, axis=-1)
+        return P.reshape(out, shape=(*np.shape(raw(out)), 1, 1)) if keepdims else out
+    raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', +-1, +-2 or +-inf, not {ord!r}")
 
 
 def matrix_power(x: Any, n: int, /) -> Any:
-    """``x @ x @ ... @ x`` (``n`` times; the identity for ``n == 0``) by squaring."""
-    if n < 0 or not _traced(x):
+    """``x @ x @ ... @ x`` (``n`` times; the identity for ``n == 0``) by squaring; for
+    ``n < 0``, the power ``-n`` of ``inv(x)``."""
+    if not _traced(x):
         return constants_only("linalg.matrix_power", np.linalg.matrix_power, x, n)
+    if n < 0:
+        x, n = inv(x), -n
     shape = np.shape(raw(x))
     if n == 0:
         eye = np.broadcast_to(np.eye(shape[-1], dtype=raw(x).dtype), shape)
@@ -164,61 +181,3 @@ def matrix_rank(x: Any, /, *, rtol: Any = None) -> Any:
     """The number of singular values above ``rtol`` times the largest (a zero derivative)."""
     rank = np.linalg.matrix_rank(raw(x), rtol=raw(rtol))
     return like_inputs(rank, type(x) is Tracer)
-
-
-# -- no gradient rule yet: numpy's on constants, refused on traced arrays ----------------
-def cholesky(x: Any, /, *, upper: builtins.bool = False) -> Any:
-    """The Cholesky factor (lower, or upper when ``upper``)."""
-    return constants_only("linalg.cholesky", np.linalg.cholesky, x, upper=upper)
-
-
-def det(x: Any, /) -> Any:
-    """The determinant."""
-    return constants_only("linalg.det", np.linalg.det, x)
-
-
-def eigh(x: Any, /) -> Any:
-    """Eigenvalues and eigenvectors of symmetric (Hermitian) matrices."""
-    return constants_only("linalg.eigh", np.linalg.eigh, x)
-
-
-def eigvalsh(x: Any, /) -> Any:
-    """Eigenvalues of symmetric (Hermitian) matrices."""
-    return constants_only("linalg.eigvalsh", np.linalg.eigvalsh, x)
-
-
-def inv(x: Any, /) -> Any:
-    """The inverse."""
-    return constants_only("linalg.inv", np.linalg.inv, x)
-
-
-def pinv(x: Any, /, *, rtol: Any = None) -> Any:
-    """The Moore-Penrose pseudo-inverse."""
-    if rtol is None:
-        return constants_only("linalg.pinv", np.linalg.pinv, x)
-    return constants_only("linalg.pinv", np.linalg.pinv, x, rtol=raw(rtol))
-
-
-def qr(x: Any, /, *, mode: Literal["reduced", "complete"] = "reduced") -> Any:
-    """The QR decomposition."""
-    return constants_only("linalg.qr", np.linalg.qr, x, mode=mode)
-
-
-def slogdet(x: Any, /) -> Any:
-    """The sign and the log of the absolute value of the determinant."""
-    return constants_only("linalg.slogdet", np.linalg.slogdet, x)
-
-
-def solve(x1: Any, x2: Any, /) -> Any:
-    """The solution of ``x1 @ out = x2``."""
-    return constants_only("linalg.solve", np.linalg.solve, x1, x2)
-
-
-def svd(x: Any, /, *, full_matrices: builtins.bool = True) -> Any:
-    """The singular value decomposition."""
-    return constants_only("linalg.svd", np.linalg.svd, x, full_matrices=full_matrices)
-
-
-def svdvals(x: Any, /) -> Any:
-    """The singular values."""
-    return constants_only("linalg.svdvals", np.linalg.svdvals, x)
