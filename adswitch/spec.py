@@ -126,6 +126,8 @@ class Capabilities:
             forward-over-reverse, else reverse-over-reverse (which needs ``nested``).
         batching: ``vjp``'s pullbacks, ``vjp_apply`` and ``jvp`` accept a leading batch
             axis of cotangents/tangents (one pass for a whole Jacobian or Hessian).
+        extensions: the Array API extensions its namespace differentiates (``"linalg"``,
+            ``"fft"``); a function of another extension is an ``UnsupportedError``.
         second_order: how the engine prefers Hessians and Hessian-vector products:
             ``"forward-over-reverse"`` (a ``jvp`` of the gradient) or
             ``"reverse-over-reverse"`` (a pullback of it); ``""`` decides by ``forward``
@@ -144,6 +146,7 @@ class Capabilities:
     forward: bool = False
     batching: bool = False
     second_order: str = ""
+    extensions: tuple[str, ...] = ()
 
 
 class CallInfo(NamedTuple):

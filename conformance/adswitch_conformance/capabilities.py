@@ -9,7 +9,7 @@ __all__ = ["has_capability", "engine_capabilities"]
 
 def has_capability(capabilities: Any, name: str) -> bool:
     """Whether declared ``capabilities`` include ``name`` (a boolean field, or a dtype,
-    device or array-kind name).
+    device, array-kind or Array API extension name).
 
     Example:
         >>> from adswitch.spec import Capabilities
@@ -20,7 +20,7 @@ def has_capability(capabilities: Any, name: str) -> bool:
     value = getattr(capabilities, name, None)
     if isinstance(value, bool):
         return value
-    groups = ("dtypes", "devices", "array_kinds")
+    groups = ("dtypes", "devices", "array_kinds", "extensions")
     return any(name in getattr(capabilities, group, ()) for group in groups)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from .case import Case
 
 __all__ = ["catalogue"]
@@ -31,6 +33,9 @@ def catalogue() -> list[Case]:
     )
 
     cases: list[Case] = []
+    # Every case of the linalg family needs the namespace's linalg extension (an engine
+    # without it refuses with UnsupportedError, as declared).
+    linalg = {cases_linalg, cases_linalg_factorizations}
     for module in (
         cases_basics,
         cases_ops,
@@ -46,5 +51,10 @@ def catalogue() -> list[Case]:
         cases_linalg,
         cases_linalg_factorizations,
     ):
-        cases.extend(module.CASES)
+        if module in linalg:
+            cases.extend(
+                dataclasses.replace(c, requires=("linalg", *c.requires)) for c in module.CASES
+            )
+        else:
+            cases.extend(module.CASES)
     return cases

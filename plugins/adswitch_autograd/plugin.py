@@ -73,6 +73,7 @@ class AutogradBackend(BackendBase):
         compiles=False,
         forward=True,
         batching=True,
+        extensions=("linalg", "fft"),
     )
     # adswitch_autograd: the GuardedBox that traced arrays are while adswitch runs.
     array_modules: tuple[str, ...] = ("autograd", "adswitch_autograd")

@@ -142,6 +142,7 @@ class JaxBackend(BackendBase):
         compiles=True,
         forward=True,
         batching=True,
+        extensions=("linalg", "fft"),
     )
     array_modules: tuple[str, ...] = ("jax", "jaxlib")
 

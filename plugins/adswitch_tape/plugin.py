@@ -53,6 +53,7 @@ class TapeBackend(BackendBase):
         array_kinds=("numpy",),
         forward=True,
         batching=True,
+        extensions=("linalg",),
     )
     array_modules: tuple[str, ...] = ("adswitch_tape",)
 

@@ -180,6 +180,7 @@ class TorchBackend(BackendBase):
         forward=True,
         batching=True,
         second_order="reverse-over-reverse",
+        extensions=("linalg", "fft"),
     )
     array_modules: tuple[str, ...] = ("torch",)
 
