@@ -44,7 +44,11 @@ def test_case_is_well_formed(case: Case) -> None:
     assert "\n" not in case.description and 20 < len(case.description) < 200
     assert case.entry in ENTRIES
     for name in case.requires:
-        assert name in CAPABILITY_FIELDS or name in ("float32", "float16") or name in PROPOSED
+        assert (
+            name in CAPABILITY_FIELDS
+            or name in ("float32", "float16", "linalg", "fft")  # dtypes, extensions
+            or name in PROPOSED
+        )
     if case.family == "nested":
         assert case.ref_fn is not None, "nested references must not call ad.gradient"
     _check_operator_fields(case)
