@@ -12,12 +12,13 @@ import linecache
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType, ModuleType, TracebackType
+from typing import Any
 
-from adswitch.errors import BackendUnavailableError
+from adswitch.errors import BackendUnavailableError, UnsupportedError
 
-__all__ = ["EngineLoader", "user_line"]
+__all__ = ["EngineLoader", "MissingMethodError", "array_methods", "user_line"]
 
 
 class EngineLoader:
@@ -128,3 +129,147 @@ def _where(filename: str, lineno: int) -> str:
     source = linecache.getline(filename, lineno).strip()
     found = f" at {os.path.basename(filename)}:{lineno}"
     return found + f": `{source}`" if source else found
+
+
+# -- array methods: what torch and jax arrays have and Array API arrays need not ----------
+class MissingMethodError(UnsupportedError, AttributeError):
+    """A method an engine's traced arrays do not have (the message names the ``xp``
+    function to use); also an ``AttributeError``, so ``hasattr`` stays False."""
+
+
+def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` alike."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def array_methods(xp: Any, engine: str) -> dict[str, Callable[..., Any]]:
+    """The methods users reach for out of habit -- ``x.sum()``, ``x.reshape(2, 3)``,
+    ``x.dot(y)`` -- written with the Array API namespace ``xp`` (so differentiated as its
+    functions are), with numpy's argument names (``axis``, ``keepdims``, ``ddof``); and a
+    ``__getattr__`` refusing any other public name with a :class:`MissingMethodError`
+    that names the ``xp`` function to use. An adapter attaches those its traced array
+    type lacks.
+
+    Example:
+        >>> import numpy as np
+        >>> methods = array_methods(np, "example")
+        >>> methods["reshape"](np.arange(6.0), 2, 3).shape, "sum" in methods
+        ((2, 3), True)
+    """
+
+    def reduction(name: str) -> Callable[..., Any]:
+        fn = getattr(xp, name)
+
+        def method(self: Any, axis: Any = None, keepdims: bool = False) -> Any:
+            return fn(self, axis=axis, keepdims=keepdims)
+
+        return method
+
+    def spread(name: str) -> Callable[..., Any]:
+        fn = getattr(xp, name)
+
+        def method(self: Any, axis: Any = None, ddof: float = 0, keepdims: bool = False) -> Any:
+            return fn(self, axis=axis, correction=ddof, keepdims=keepdims)
+
+        return method
+
+    def summed(name: str) -> Callable[..., Any]:
+        fn = getattr(xp, name)
+
+        def method(self: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Any:
+            return fn(self, axis=axis, dtype=dtype, keepdims=keepdims)
+
+        return method
+
+    def reshape(self: Any, *shape: Any) -> Any:
+        return xp.reshape(self, _shape_args(shape))
+
+    def flatten(self: Any) -> Any:
+        return xp.reshape(xp.asarray(self, copy=True), (-1,))
+
+    def ravel(self: Any) -> Any:
+        return xp.reshape(self, (-1,))
+
+    def transpose(self: Any, *axes: Any) -> Any:
+        order = _shape_args(axes) if axes else tuple(range(self.ndim - 1, -1, -1))
+        return xp.permute_dims(self, order)
+
+    def swapaxes(self: Any, axis1: int, axis2: int) -> Any:
+        order = list(range(self.ndim))
+        order[axis1], order[axis2] = order[axis2], order[axis1]
+        return xp.permute_dims(self, tuple(order))
+
+    def squeeze(self: Any, axis: Any = None) -> Any:
+        if axis is None:
+            axis = tuple(i for i, n in enumerate(self.shape) if n == 1)
+        return xp.squeeze(self, axis)
+
+    def dot(self: Any, other: Any) -> Any:
+        if self.ndim > 2 or getattr(other, "ndim", 0) > 2:
+            raise UnsupportedError(
+                f"{engine}: x.dot(y) of arrays with more than two axes (numpy's dot contracts "
+                "the last axis of x with the second-to-last of y); use xp.matmul or "
+                "xp.tensordot, which say what they contract."
+            )
+        return xp.matmul(self, other)
+
+    def clip(self: Any, min: Any = None, max: Any = None) -> Any:
+        return xp.clip(self, min, max)
+
+    def cumsum(self: Any, axis: Any = None) -> Any:
+        if axis is None:
+            return xp.cumulative_sum(xp.reshape(self, (-1,)), axis=0)
+        return xp.cumulative_sum(self, axis=axis)
+
+    def astype(self: Any, dtype: Any, copy: bool = True) -> Any:
+        return xp.astype(self, dtype, copy=copy)
+
+    def copy(self: Any) -> Any:
+        return xp.asarray(self, copy=True)
+
+    def item(self: Any) -> Any:
+        # float()/int() of the one element: allowed where no derivative is dropped and
+        # refused with the fix where one would be, by the array's own conversions
+        value = xp.reshape(self, ())
+        return float(value) if xp.isdtype(self.dtype, "real floating") else int(value)
+
+    def missing(self: Any, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)  # protocols numpy and array-api-compat probe for
+        raise MissingMethodError(
+            f"{engine}: traced arrays have no attribute or method {name!r}. Use the "
+            f"namespace: xp.{name}(x) where xp = ad.array_namespace(x), or another xp "
+            "function with the same meaning."
+        )
+
+    methods: dict[str, Callable[..., Any]] = {
+        "sum": summed("sum"),
+        "prod": summed("prod"),
+        "mean": reduction("mean"),
+        "max": reduction("max"),
+        "min": reduction("min"),
+        "argmax": reduction("argmax"),
+        "argmin": reduction("argmin"),
+        "all": reduction("all"),
+        "any": reduction("any"),
+        "var": spread("var"),
+        "std": spread("std"),
+        "reshape": reshape,
+        "flatten": flatten,
+        "ravel": ravel,
+        "transpose": transpose,
+        "swapaxes": swapaxes,
+        "squeeze": squeeze,
+        "dot": dot,
+        "clip": clip,
+        "cumsum": cumsum,
+        "astype": astype,
+        "copy": copy,
+        "item": item,
+        "__getattr__": missing,
+    }
+    for name, method in methods.items():
+        method.__name__ = method.__qualname__ = name
+    return methods

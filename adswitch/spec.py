@@ -72,7 +72,7 @@ from adswitch.errors import UnsupportedError
 
 # The adapter kit (lazy engine loading, the user's line for messages), re-exported here:
 # plugins import everything they use of adswitch from this module.
-from adswitch.kit import EngineLoader, user_line
+from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
 
 __all__ = [
     "PROJECT",
@@ -89,8 +89,10 @@ __all__ = [
     "Backend",
     "BackendBase",
     "EngineLoader",
+    "MissingMethodError",
     "PRIMITIVES",
     "adswitch_backend",
+    "array_methods",
     "implements",
     "user_line",
 ]

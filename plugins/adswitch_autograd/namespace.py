@@ -46,13 +46,17 @@ Example:
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
+from adswitch.spec import array_methods
+
 from . import xp_fft as fft  # noqa: F401  (the standard's extensions: sub-namespaces)
 from . import xp_linalg as linalg  # noqa: F401
 from . import xp_special as special  # noqa: F401  (not the standard's: for scipy's dispatch)
+from .boxes import GuardedBox
 from .xp_creation import *  # noqa: F403
 from .xp_dtypes import *  # noqa: F403
 from .xp_elementwise import *  # noqa: F403
@@ -73,3 +77,14 @@ e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 def __array_namespace_info__() -> Any:
     """The inspection object of the underlying numpy namespace (CPU only)."""
     return np.__array_namespace_info__()
+
+
+def _attach_methods() -> None:
+    """Traced arrays get the habitual methods autograd's boxes lack (``x.dot(y)``...),
+    and an error naming the ``xp`` function for any other name (the adapter kit's)."""
+    for name, method in array_methods(sys.modules[__name__], "autograd").items():
+        if name == "__getattr__" or not hasattr(GuardedBox, name):
+            setattr(GuardedBox, name, method)
+
+
+_attach_methods()

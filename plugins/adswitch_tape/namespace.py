@@ -41,6 +41,7 @@ import numpy as np
 from adswitch.errors import UnsupportedError
 
 from . import interop as _interop
+from . import methods as _methods
 from .rules import primitives as P
 from .xp import fft, linalg, special
 from .xp.creation import (
@@ -247,3 +248,4 @@ class UnsupportedFunctionError(UnsupportedError, AttributeError):
 # Tracers find this module through ``__array_namespace__``, and numpy's calls on them come
 # here (``interop``): attached now, so importing the namespace makes tracers whole.
 _interop.attach(_sys.modules[__name__])
+_methods.attach(_sys.modules[__name__])  # x.sum(), x.reshape(...): the functions above

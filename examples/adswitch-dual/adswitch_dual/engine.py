@@ -16,6 +16,7 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 from adswitch.spec import CallInfo, OutputFn
+from adswitch_dual import namespace as _namespace  # noqa: F401  (gives DualArray its methods)
 from adswitch_dual.dual import DualArray, tangent_width
 
 __all__ = ["jvp"]

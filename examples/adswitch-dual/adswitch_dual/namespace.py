@@ -18,12 +18,14 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import array_methods
 from adswitch_dual import chain
 from adswitch_dual.creation import (
     arange,
@@ -188,3 +190,15 @@ def __getattr__(name: str) -> Any:
         "dual-number engine; write it from the supported functions or use another engine "
         "(backend='tape')."
     )
+
+
+def _attach_methods() -> None:
+    """Dual numbers get the habitual array methods (``x.sum()``, ``x.reshape(...)``), each
+    this namespace's function of the same meaning, and an error naming the ``xp``
+    function for any other name (the adapter kit's ``array_methods``)."""
+    for name, method in array_methods(sys.modules[__name__], "dual engine").items():
+        if name == "__getattr__" or not hasattr(DualArray, name):
+            setattr(DualArray, name, method)
+
+
+_attach_methods()
