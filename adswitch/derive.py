@@ -16,25 +16,29 @@ it and derive the rest -- correctly, if more slowly:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from adswitch.bases import Layout, basis, numpy_dtype, shape_of
-from adswitch.errors import UnsupportedError
-from adswitch.leaves import is_array
-from adswitch.namespace import array_namespace
-from adswitch.spec import (
-    PRIMITIVES,
-    Backend,
-    CallInfo,
-    LossFn,
-    OutputFn,
-    Pullback,
-    SeedFn,
-    implements,
+from adswitch.bases import Layout, basis, shape_of
+from adswitch.derive_support import (
+    RawLoss,
+    Replay,
+    ScalarOutputs,
+    batch_size,
+    const_seed,
+    diff_leaves,
+    in_dtype_of,
+    like,
+    natives,
+    spread,
+    stack_columns,
+    stack_rows,
+    unit_seed,
+    zeros_seed,
 )
+from adswitch.errors import UnsupportedError
+from adswitch.namespace import array_namespace
+from adswitch.spec import PRIMITIVES, Backend, CallInfo, LossFn, OutputFn, Pullback, SeedFn
 
 __all__ = [
     "Replay",
@@ -47,61 +51,12 @@ __all__ = [
     "vjp_apply",
 ]
 
-_NATIVE: dict[type, frozenset[str]] = {}
-
-
-def natives(engine: Backend) -> frozenset[str]:
-    """The primitives ``engine`` implements itself (cached per engine type)."""
-    found = _NATIVE.get(type(engine))
-    if found is None:
-        found = _NATIVE[type(engine)] = frozenset(
-            name for name in PRIMITIVES if implements(engine, name)
-        )
-    return found
-
 
 def _none_at_all(engine: Backend) -> UnsupportedError:
     return UnsupportedError(
         f"engine {engine.name!r} implements none of {', '.join(PRIMITIVES)}; an engine must "
         "implement at least one (see adswitch.spec)."
     )
-
-
-# -- the scalar loss as a one-output function ---------------------------------------------
-class ScalarOutputs:
-    """A ``LossFn`` seen as an ``OutputFn`` with the loss as its one differentiated output
-    (the loss is always the first output leaf, see ``outputs.loss_of``)."""
-
-    __slots__ = ("fn",)
-
-    def __init__(self, fn: LossFn) -> None:
-        self.fn = fn
-
-    @property
-    def output_structure(self) -> Hashable:
-        return self.fn.output_structure
-
-    def __call__(self, values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-        loss, out = self.fn(values)
-        return [loss], out
-
-    def reuse(self, structure: Hashable) -> None:
-        self.fn.reuse(structure)
-
-
-def unit_seed(diffs: Sequence[Any]) -> list[Any]:
-    """The cotangent ``1`` of a scalar loss, in its dtype."""
-    loss = diffs[0]
-    if isinstance(loss, float) or not hasattr(loss, "dtype"):
-        return [1.0]
-    return [np.ones((), dtype=numpy_dtype(loss.dtype))]
-
-
-def diff_leaves(fn: Any, out_leaves: Sequence[Any]) -> list[Any]:
-    """The differentiated outputs among ``out_leaves`` (after ``fn`` ran or was reused)."""
-    if isinstance(fn, ScalarOutputs):
-        return [out_leaves[0]]
-    return [out_leaves[k] for k in fn.outputs().diff_positions]
 
 
 # -- value_and_grad ---------------------------------------------------------------------
@@ -117,7 +72,7 @@ def value_and_grad(
         return vjp_apply(engine, scalar, leaves, active, unit_seed, info)
     if "jvp" in have:
         layout = Layout([leaf for leaf, a in zip(leaves, active) if a])
-        tangents = _spread(basis([v for v, a in zip(leaves, active) if a], layout), active)
+        tangents = spread(basis([v for v, a in zip(leaves, active) if a], layout), active)
         out, (loss_tangent,) = jvp(
             engine, scalar, leaves, active, tangents, info._replace(batched=True)
         )
@@ -126,7 +81,7 @@ def value_and_grad(
         for i, a in enumerate(active):
             if a:
                 start, size = layout.offsets[k], layout.sizes[k]
-                grads[i] = _like(engine, loss_tangent[start : start + size], leaves[i])
+                grads[i] = like(engine, loss_tangent[start : start + size], leaves[i])
                 k += 1
         return out, grads
     raise _none_at_all(engine)
@@ -164,8 +119,8 @@ class _Looped:
     def __call__(self, cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
         if not batched:
             return self.pullback(cotangents)
-        rows = [self.pullback([c[b] for c in cotangents]) for b in range(_batch(cotangents))]
-        return _stack_rows(self.engine, rows)
+        rows = [self.pullback([c[b] for c in cotangents]) for b in range(batch_size(cotangents))]
+        return stack_rows(self.engine, rows)
 
 
 def _vjp_by_apply(
@@ -174,18 +129,18 @@ def _vjp_by_apply(
     # The seeds below are values, which a compiled program must not bake in: no keys.
     info = info._replace(cache_key=None, prepared=None)
     replay = Replay(engine, leaves)
-    out, _ = engine.vjp_apply(fn, leaves, active, _zeros_seed, info._replace(batched=False))
+    out, _ = engine.vjp_apply(fn, leaves, active, zeros_seed, info._replace(batched=False))
 
     def run(cotangents: list[Any], batched: bool) -> list[Any | None]:
-        seed = _const(cotangents)
+        seed = const_seed(cotangents)
         values = replay.values()
         return engine.vjp_apply(fn, values, active, seed, info._replace(batched=batched))[1]
 
     def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
         fixed = list(cotangents)
         if batched and not engine.capabilities.batching:
-            rows = [run([c[b] for c in fixed], False) for b in range(_batch(fixed))]
-            return _stack_rows(engine, rows)
+            rows = [run([c[b] for c in fixed], False) for b in range(batch_size(fixed))]
+            return stack_rows(engine, rows)
         return run(fixed, batched)
 
     return out, pullback
@@ -213,7 +168,7 @@ def _vjp_by_gradients(
             return total, out
 
         # The loss bakes the cotangents in: a compiled program of it must not be reused.
-        return engine.value_and_grad(_RawLoss(loss_fn, fn), values, active, unkeyed)
+        return engine.value_and_grad(RawLoss(loss_fn, fn), values, active, unkeyed)
 
     unkeyed = info._replace(cache_key=None, prepared=None)
     replay = Replay(engine, leaves)
@@ -224,9 +179,9 @@ def _vjp_by_gradients(
             return grads_of(list(cotangents), replay.values())[1]
         rows = [
             grads_of([c[b] for c in cotangents], replay.values())[1]
-            for b in range(_batch(cotangents))
+            for b in range(batch_size(cotangents))
         ]
-        return _stack_rows(engine, rows)
+        return stack_rows(engine, rows)
 
     return out, pullback
 
@@ -237,7 +192,7 @@ def _vjp_by_columns(
     """Through the Jacobian's columns (one batched jvp over the inputs' basis)."""
     inputs = [leaf for leaf, a in zip(leaves, active) if a]
     layout = Layout(inputs)
-    tangents = _spread(basis(inputs, layout), active)
+    tangents = spread(basis(inputs, layout), active)
     out, columns = jvp(engine, fn, leaves, active, tangents, info._replace(batched=True))
     # columns[k]: (n_inputs, *y_k.shape) -- row r is d y_k / d input element r
 
@@ -261,11 +216,11 @@ def _vjp_by_columns(
                 start, size = layout.offsets[k], layout.sizes[k]
                 if batched:
                     piece = total[:, start : start + size]
-                    grads[i] = _in_dtype_of(
+                    grads[i] = in_dtype_of(
                         xp.reshape(piece, (piece.shape[0], *layout.shapes[k])), leaves[i]
                     )
                 else:
-                    grads[i] = _like(engine, total[start : start + size], leaves[i])
+                    grads[i] = like(engine, total[start : start + size], leaves[i])
                 k += 1
         return grads
 
@@ -303,7 +258,7 @@ def jvp(
     if "jvp" in have:
         if not info.batched or engine.capabilities.batching:
             return engine.jvp(fn, leaves, active, tangents, info)
-        n = _batch([t for t in tangents if t is not None])
+        n = batch_size([t for t in tangents if t is not None])
         replay = Replay(engine, leaves)
         runs = [
             engine.jvp(
@@ -315,7 +270,7 @@ def jvp(
             )
             for b in range(n)
         ]
-        return runs[0][0], _stack_columns(engine, [r[1] for r in runs])
+        return runs[0][0], stack_columns(engine, [r[1] for r in runs])
     out, pullback = vjp(engine, fn, leaves, active, info._replace(batched=False))
     diffs = diff_leaves(fn, out)
     out_layout = Layout(diffs)
@@ -337,123 +292,7 @@ def jvp(
         start, size = out_layout.offsets[k], out_layout.sizes[k]
         if info.batched:
             piece = total[:, start : start + size]
-            out_tangents.append(_in_dtype_of(xp.reshape(piece, (piece.shape[0], *shape_of(y))), y))
+            out_tangents.append(in_dtype_of(xp.reshape(piece, (piece.shape[0], *shape_of(y))), y))
         else:
-            out_tangents.append(_like(engine, total[start : start + size], y))
+            out_tangents.append(like(engine, total[start : start + size], y))
     return out, out_tangents
-
-
-# -- small helpers ----------------------------------------------------------------------
-class Replay:
-    """The leaves as they were before ``f`` first ran, for a derivation that runs ``f``
-    again: each later run gets fresh copies, so a mutating ``f`` sees the values of the
-    first run (as the caller passed them) and writes into the caller's arrays only once.
-    Engines that refuse writes (no ``Capabilities.mutation``) need no copies."""
-
-    __slots__ = ("leaves", "saved")
-
-    def __init__(self, engine: Backend, leaves: Sequence[Any]) -> None:
-        if engine.capabilities.mutation:
-            self.saved: list[Any] | None = [_copy(leaf) for leaf in leaves]
-        else:
-            self.saved = None
-            self.leaves = list(leaves)
-
-    def values(self) -> list[Any]:
-        if self.saved is None:
-            return self.leaves
-        return [_copy(leaf) for leaf in self.saved]
-
-
-def _copy(leaf: Any) -> Any:
-    if isinstance(leaf, np.ndarray):
-        return np.array(leaf, copy=True)
-    if is_array(leaf):
-        return array_namespace(leaf).asarray(leaf, copy=True)
-    return leaf
-
-
-class _RawLoss:
-    """A loss function in ``LossFn`` form that forwards the output-structure handshake to
-    the ``OutputFn`` it is built on."""
-
-    __slots__ = ("base", "fn")
-
-    def __init__(
-        self, fn: Callable[[Sequence[Any]], tuple[Any, list[Any]]], base: OutputFn
-    ) -> None:
-        self.fn = fn
-        self.base = base
-
-    @property
-    def output_structure(self) -> Hashable:
-        return self.base.output_structure
-
-    def __call__(self, values: Sequence[Any]) -> tuple[Any, list[Any]]:
-        return self.fn(values)
-
-    def reuse(self, structure: Hashable) -> None:
-        self.base.reuse(structure)
-
-
-def _zeros_seed(diffs: Sequence[Any]) -> list[Any]:
-    return [
-        0.0 if isinstance(d, float) else np.zeros(shape_of(d), dtype=numpy_dtype(d.dtype))
-        for d in diffs
-    ]
-
-
-def _const(cotangents: list[Any]) -> SeedFn:
-    return lambda diffs: cotangents
-
-
-def _batch(arrays: Sequence[Any]) -> int:
-    for a in arrays:
-        if a is not None:
-            return int(shape_of(a)[0])
-    return 0
-
-
-def _spread(per_active: list[Any], active: Sequence[bool]) -> list[Any]:
-    """Values for the active leaves spread over all leaves (``None`` elsewhere)."""
-    it = iter(per_active)
-    return [next(it) if a else None for a in active]
-
-
-def _stack_rows(engine: Backend, rows: list[list[Any | None]]) -> list[Any | None]:
-    """Per leaf, the rows' results stacked along a new leading axis."""
-    if not rows:
-        return []
-    return _stack_columns(engine, rows)
-
-
-def _stack_columns(engine: Backend, runs: list[list[Any]]) -> list[Any]:
-    out: list[Any] = []
-    for parts in zip(*runs):
-        if parts[0] is None:
-            out.append(None)
-        elif isinstance(parts[0], float):
-            out.append(np.asarray(parts, dtype=np.float64))
-        else:
-            out.append(array_namespace(*parts).stack(list(parts)))
-    return out
-
-
-def _like(engine: Backend, flat: Any, leaf: Any) -> Any:
-    """A flat piece of a result, shaped like ``leaf`` and in its dtype (for a Python float,
-    its one element: made a float at top level by the front end, kept traced when
-    nested)."""
-    if isinstance(leaf, float):
-        return flat[0]
-    xp = array_namespace(flat)
-    return _in_dtype_of(xp.reshape(flat, shape_of(leaf)), leaf)
-
-
-def _in_dtype_of(value: Any, like: Any) -> Any:
-    """``value`` cast to ``like``'s dtype (a result of a derived primitive is in the dtype
-    of what it belongs to: a gradient in its leaf's, a tangent in its output's)."""
-    dtype = getattr(like, "dtype", None)
-    if dtype is None or numpy_dtype(value.dtype) == numpy_dtype(dtype):
-        return value
-    xp = array_namespace(value)
-    return xp.astype(value, getattr(xp, numpy_dtype(dtype).name, dtype))

@@ -13,8 +13,6 @@ checks it runs return what they find, and the plan keeps it. Everything downstre
 
 from __future__ import annotations
 
-import functools
-import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +20,14 @@ import numpy as np
 
 from adswitch import templates, trees
 from adswitch.activity import Active, Const, Duplicated
-from adswitch.errors import ActivityError, UnsupportedError
+from adswitch.diagnosis import (
+    KIND_NAMES,
+    complex_leaf,
+    nothing_active,
+    opaque_object,
+    tie_conflict,
+)
+from adswitch.errors import ActivityError
 from adswitch.leaves import (
     ARRAY_TYPES,
     PYTHON_FLOAT,
@@ -30,17 +35,15 @@ from adswitch.leaves import (
     SCALAR,
     SCALAR_RESULT,
     SCALAR_TYPES,
-    describe,
     is_differentiable,
     leaf_kind,
     roles_of,
 )
-from adswitch.shadows import DuplicatedArg, ShadowSlots, check_shadows, no_float_in_duplicated
+from adswitch.shadows import DuplicatedArg, ShadowSlots, check_shadows
 
 __all__ = ["ArgPlan", "Plan", "PLAIN", "CONST", "DUPLICATED", "KIND_NAMES", "unwrap"]
 
-PLAIN, CONST, DUPLICATED = 0, 1, 2
-KIND_NAMES = ("plain", "Const", "Duplicated")
+PLAIN, CONST, DUPLICATED = 0, 1, 2  # (``diagnosis.KIND_NAMES`` names them)
 
 
 class ArgPlan:
@@ -303,60 +306,25 @@ class Plan:
         """The key path of position ``j`` of argument ``a``, e.g. ``args[1]['W']``."""
         return trees.leaf_path(self.args[a].treedef, f"args[{a}]", j)
 
-    # -- checks ---------------------------------------------------------------------------
+    # -- checks (their messages: ``diagnosis``) ------------------------------------------
     def _tie_conflict(self, u: int, a: int, j: int, kind: int) -> None:
         fa, fj = self.first[u]
-        raise ActivityError(
-            f"the same array is passed as {KIND_NAMES[self.kinds[u]]} at {self.path(fa, fj)} "
-            f"and as {KIND_NAMES[kind]} at {self.path(a, j)}, so its gradient has no single "
-            "destination. Pass it once, or pass a copy (x.copy()) where it must differ."
-        )
+        raise tie_conflict(self.kinds[u], self.path(fa, fj), kind, self.path(a, j))
 
     def _check_opaque(self, leaf: Any, a: int, j: int) -> None:
         """An object the tree walker does not know is a leaf, never differentiated: if it
         holds floating arrays, that would silently drop their gradients."""
-        inside = opaque_floats(leaf)
-        if inside is not None:
-            raise ActivityError(
-                f"{self.path(a, j)} is a {type(leaf).__qualname__} holding a floating array in "
-                f"{inside}, but adswitch does not know how to look inside "
-                f"{type(leaf).__qualname__} objects, so it would not be differentiated. Teach "
-                "the walker with ad.register_tree(cls, flatten, unflatten) (or make it a "
-                "dataclass), or pass it as ad.Const(...) if it should stay constant."
-            )
+        error = opaque_object(leaf, self.path(a, j))
+        if error is not None:
+            raise error
 
     def _nothing_active(self, args: Sequence[Any]) -> None:
-        if not args:
-            raise ActivityError("gradient needs at least one argument to differentiate.")
-        if all(p.kind == CONST for p in self.args):
-            raise ActivityError(
-                "nothing to differentiate: every argument is Const. Pass the arguments you "
-                "want gradients for plain (or as Duplicated)."
-            )
-        for a, plan in enumerate(self.args):
-            if plan.kind == DUPLICATED:
-                no_float_in_duplicated(a, plan.val)
-        got = ", ".join(describe(p.val) for p in self.args)
-        for a, plan in enumerate(self.args):
-            if plan.kind != CONST and plan.treedef is None and _is_unwalkable(plan.val):
-                raise ActivityError(
-                    f"nothing to differentiate: args[{a}] is {describe(plan.val)}, which "
-                    f"adswitch cannot look into (got {got}). {_unwalkable_fix(plan.val)}"
-                )
-        raise ActivityError(
-            "nothing to differentiate: no argument holds a floating array or a Python float "
-            f"(got {got}). Convert integer data with x.astype(float) or "
-            "np.asarray(x, dtype=float)."
-        )
+        raise nothing_active([(p.kind, p.val, p.treedef) for p in self.args])
 
     def _check_complex(self) -> None:
         for u, leaf in enumerate(self.leaves):
             if self.kinds[u] != CONST and leaf_kind(leaf) == "c":
-                raise UnsupportedError(
-                    f"{self.path(*self.first[u])} is complex ({describe(leaf)}); adswitch "
-                    "differentiates real functions of real inputs. Split it into real and "
-                    "imaginary parts, or pass it as Const."
-                )
+                raise complex_leaf(leaf, self.path(*self.first[u]))
 
 
 _FIRST_LEAF = (0,)
@@ -372,57 +340,6 @@ _STRUCTURE_FIELDS = (
     "template",
     "untied",
 )
-_NOT_DATA = (
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodType,
-    types.ModuleType,
-    type,
-    functools.partial,
-)
-
-
-def opaque_floats(obj: Any) -> str | None:
-    """Where an object of an unknown type keeps a floating array (``".W"``,
-    ``".layers[0]"``), looking one container deep into its attributes; ``None`` if
-    nowhere (functions, classes and modules are not looked into)."""
-    if isinstance(obj, _NOT_DATA) or hasattr(obj, "shape"):
-        return None
-    attrs = getattr(obj, "__dict__", None)
-    if attrs is None:
-        names = [n for cls in type(obj).__mro__ for n in getattr(cls, "__slots__", ())]
-        attrs = {n: getattr(obj, n) for n in names if hasattr(obj, n)}
-    for name, value in attrs.items():
-        if leaf_kind(value) == "f" and not isinstance(value, float):
-            return f".{name}"
-        if isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                if leaf_kind(item) == "f" and not isinstance(item, float):
-                    return f".{name}[{i}]"
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                if leaf_kind(item) == "f" and not isinstance(item, float):
-                    return f".{name}[{key!r}]"
-    return None
-
-
-def _is_unwalkable(value: Any) -> bool:
-    return isinstance(value, (types.GeneratorType, set, frozenset)) or (
-        leaf_kind(value) == "o"
-        and not isinstance(value, (int, str, bytes, type(None), bool))
-        and not hasattr(value, "dtype")
-    )
-
-
-def _unwalkable_fix(value: Any) -> str:
-    if isinstance(value, types.GeneratorType):
-        return "A generator can be read only once; pass a list or tuple (list(gen))."
-    if isinstance(value, (set, frozenset)):
-        return "A set has no order for gradients to follow; pass a list or tuple."
-    return (
-        f"Teach the walker {type(value).__qualname__} with ad.register_tree(cls, flatten, "
-        "unflatten), or pass the arrays it holds."
-    )
 
 
 def bare_positions(args: Sequence[ArgPlan]) -> Sequence[int] | None:
