@@ -242,3 +242,28 @@ def test_a_kept_pullback_keeps_no_argument_or_output_alive(backend: str) -> None
     gc.collect()
     assert x_ref() is None and y_ref() is None
     np.testing.assert_allclose(pullback(np.ones(3))[0], [2.0, 2.0, 2.0])
+
+
+def test_hessian_and_jacobian_layouts_are_jaxs() -> None:
+    """The nesting of trees and per-argument tuples is exactly jax.hessian's and
+    jax.jacrev's with argnums over every argument (oracle: jax itself)."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+
+    def f(p: dict[str, Any], y: Any) -> Any:
+        xp = ad.array_namespace(y)
+        return xp.sum(p["a"] ** 2 * y) + xp.sum(p["c"] * y**3)
+
+    def g(p: dict[str, Any], y: Any) -> Any:
+        return {"u": p["a"] * y, "v": p["c"] * y}
+
+    p = {"a": np.array([1.0, 2.0]), "c": np.array(3.0)}
+    y = np.array([0.5, -1.0])
+    pj = {k: jnp.asarray(v) for k, v in p.items()}
+    with jax.enable_x64(True):
+        H_jax = jax.hessian(f, argnums=(0, 1))(pj, jnp.asarray(y))
+        J_jax = jax.jacrev(g, argnums=(0, 1))(pj, jnp.asarray(y))
+    for ours, theirs in ((ad.hessian(f, p, y), H_jax), (ad.jacobian(g, p, y), J_jax)):
+        assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+        for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-12, atol=1e-12)
