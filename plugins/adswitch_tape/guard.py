@@ -4,10 +4,13 @@ A replay of a prepared call skips ``f``'s Python: it is the same computation onl
 everything ``f`` can read outside its arguments is as it was when the call was recorded.
 :func:`snapshot` walks what ``f`` can reach -- its defaults, closure cells, the globals its
 code names (in nested functions too), the attributes its code names of the modules and
-classes it reads, and into dicts, lists, tuples, sets, objects' attributes, bound
-methods, ``functools.partial`` and the functions found there -- and keeps the objects met
-(compared by identity) and copies of the numpy arrays among them (compared by value).
-:meth:`Snapshot.holds` walks again and compares.
+classes it reads, and into dicts, lists, tuples, sets, objects' attributes, the classes
+of objects and of globals (their methods and class attributes), bound methods,
+``functools.partial``, functions' own attributes and the functions found there -- and
+keeps, as *probes*, every reference it followed with the object found (compared by
+identity), and copies of the numpy arrays met (compared by value). :meth:`Snapshot.holds`
+follows each reference again: the same objects everywhere mean a walk now would take the
+same path and meet the same objects.
 
 What the walk cannot vouch for makes the snapshot *unprovable* (:attr:`Snapshot.reason`)
 and the call is never replayed: a source of fresh values (``random``, ``numpy.random``,
@@ -195,9 +198,26 @@ class _Walk:
             except ValueError:  # an empty cell: the variable is not bound yet
                 self.probes.append((_CELL, obj, None, _MISSING))
         elif isinstance(obj, type):
-            return  # a class: its attributes are looked up by name (``names``)
+            self.klass(obj)
         else:
             self.instance(obj)
+
+    def klass(self, cls: type) -> None:
+        """A class of the user's: what its methods read, its class attributes (library
+        classes are taken as they are)."""
+        for c in cls.__mro__:
+            if c is object or _library(c) or (id(c) in self.seen and c is not cls):
+                continue
+            self.seen.add(id(c))
+            self.probe(_LEN, c.__dict__, None, len(c.__dict__))
+            for name, item in list(c.__dict__.items()):
+                if name.startswith("__") and name.endswith("__") and name != "__call__":
+                    continue  # (the class's machinery: __dict__, __module__, __doc__...)
+                self.probe(_ITEM, c.__dict__, name, item)
+                if isinstance(item, (staticmethod, classmethod)):
+                    self.value(item.__func__)
+                elif isinstance(item, property):
+                    self.value(item.fget)
 
     def instance(self, obj: Any) -> None:
         kind = type(obj)
@@ -211,11 +231,7 @@ class _Walk:
                 "cannot see (an iterator, a file, a C object)"
             )
         self.probe(_ATTR, obj, "__class__", kind)
-        call = kind.__dict__.get("__call__") or next(
-            (c.__dict__["__call__"] for c in kind.__mro__ if "__call__" in c.__dict__), None
-        )
-        if type(call) is types.FunctionType:
-            self.value(call)
+        self.value(kind)
         if type(attributes) is dict:
             self.probe(_ATTR, obj, "__dict__", attributes)
         for name in slots:
@@ -225,6 +241,7 @@ class _Walk:
         self.probe(_ATTR, fn, "__code__", fn.__code__)
         self.probe(_ATTR, fn, "__defaults__", fn.__defaults__)
         self.probe(_ATTR, fn, "__kwdefaults__", fn.__kwdefaults__)
+        self.probe(_ATTR, fn, "__dict__", fn.__dict__)  # f.counter and such
         self.value(fn.__closure__)
         names = _code_names(fn.__code__)
         scope = fn.__globals__

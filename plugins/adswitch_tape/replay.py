@@ -30,6 +30,7 @@ nothing of a call, and the state below is changed under a lock.
 
 from __future__ import annotations
 
+import random as _random
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
@@ -76,8 +77,9 @@ class _State:
         self.refused: str | None = None
         self.misses = 0
 
-    def lookup(self, key: Hashable, leaves: Sequence[Any], func: Any) -> _Stored | None:
-        """The recorded program for this call, if its checks hold (see the module doc)."""
+    def lookup(self, key: Hashable, leaves: Sequence[Any], func: Any) -> _Stored | str | None:
+        """The recorded program for this call, if its checks hold (see the module doc);
+        ``None`` if not, or the reason to stop recording when they keep failing."""
         stored = self.programs.get(key)
         if stored is not None:
             changed = _changed(stored, leaves, func)
@@ -91,11 +93,12 @@ class _State:
             with self.lock:
                 self.programs.pop(key, None)
                 self.misses += 1
-                if self.misses >= MAX_MISSES and self.refused is None:
-                    self.refused = (
-                        f"reads data that changes between calls ({changed}); a recording is "
-                        "replayed only while what f reads stays the same"
-                    )
+                misses = self.misses
+            if misses == MAX_MISSES:
+                return (
+                    f"reads data that changes between calls ({changed}); a recording is "
+                    "replayed only while what f reads stays the same"
+                )
         return None
 
     def store(self, key: Hashable, stored: _Stored) -> None:
@@ -200,8 +203,11 @@ def _record(
         return run(None)
     arrays = _const_arrays(leaves, active)
     recording = Recording(leaves, active)
+    generators = _generator_states()
     result = run(recording)
     reason = recording.reason
+    if reason is None and _generator_states() != generators:
+        reason = "draws random numbers (numpy's or Python's global generator)"
     if reason is None and not watched.holds(func, [leaves[i] for i in others]):
         reason = "changes what it reads from its closure or globals"
     if reason is None and any(not _same(leaves[i], copy) for i, copy in arrays):
@@ -217,6 +223,15 @@ def _record(
     return result
 
 
+def _generator_states() -> tuple[Any, ...]:
+    """What numpy's and Python's global random generators would draw next (a draw in
+    ``f``, even inside a library, changes it: a replay would repeat the first draw)."""
+    state = np.random.get_state(legacy=False)
+    mt = state["state"]
+    assert isinstance(state, dict) and isinstance(mt, dict)
+    return (mt["key"].tobytes(), mt["pos"], state["has_gauss"], _random.getstate())
+
+
 def _same(a: Any, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"))
 
@@ -226,7 +241,12 @@ def _replayable(
 ) -> tuple[_State, Hashable, _Stored | None]:
     state = _state(info, primitive)
     key = _key(leaves, active)
-    stored = None if state.refused is not None else state.lookup(key, leaves, info.func)
+    if state.refused is not None:
+        return state, key, None
+    stored = state.lookup(key, leaves, info.func)
+    if isinstance(stored, str):
+        _refuse(state, info.func, info.entry, stored)
+        return state, key, None
     return state, key, stored
 
 
