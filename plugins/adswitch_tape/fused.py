@@ -36,18 +36,17 @@ from .rules import primitives as P
 
 __all__ = ["GradientFn", "compile_gradient"]
 
-RunFn = Callable[[Sequence[Any], Arena | None, Any], tuple[tuple[Any, ...], tuple[Any, ...]]]
+RunFn = Callable[[Sequence[Any], Arena | None, Any], tuple[list[Any], list[tuple[int, Any, Any]]]]
 
 
 class GradientFn(NamedTuple):
-    """A compiled gradient: ``run(leaves, arena, seed) -> (values of
-    Program.result_slots, gradient per active leaf in Program.leaf_slots' order, None
-    where none arrives)``; ``pools``: whether it takes buffers from the arena (else
-    ``arena`` may be ``None``); ``leaf_order``: the active leaves' slots in that order."""
+    """A compiled gradient: ``run(leaves, arena, seed) -> (output leaves, [(leaf index,
+    the value it was traced with, its gradient or None)] per active leaf)``, the argument
+    arrays ``f`` wrote into given their final values; ``pools``: whether it takes
+    buffers from the arena (else ``arena`` may be ``None``)."""
 
     run: RunFn
     pools: bool
-    leaf_order: tuple[int, ...]
 
 
 POOL_FROM = IN_PLACE_FROM  # elements: smaller results are cheaper to allocate
@@ -157,6 +156,10 @@ def compile_gradient(program: Program) -> GradientFn | None:
         if slot in ops:
             for j in _read_by_rules(program, slot, ops[slot][0]):
                 last_backward[j] = min(last_backward.get(j, slot), slot)
+    freed: dict[int, list[int]] = {}  # entry -> the values dropped after its rules ran
+    for j, at in last_backward.items():
+        if j not in keep:
+            freed.setdefault(at, []).append(j)
     lines = ["def run(L, A, seed):", *forward.lines(uses, last_backward, keep)]
     lines.append(f"    g{root} = seed")
     arrived = {root}
@@ -167,15 +170,31 @@ def compile_gradient(program: Program) -> GradientFn | None:
         if step is None:
             return None
         lines.extend(step)
-        dead = [f"v{j}" for j, at in last_backward.items() if at == slot and j not in keep]
+        dead = [f"v{j}" for j in sorted(freed.get(slot, ()))]
         lines.append("    del " + ", ".join([*dead, f"g{slot}"]))
-    results = "".join(f"v{s}, " for s in program.result_slots)
-    order = tuple(program.leaf_slots.values())
-    grads = "".join((f"g{s}, " if s in arrived else "None, ") for s in order)
-    lines.append(f"    return ({results}), ({grads})")
+    for i, slot in program.writes:  # after the sweep, as calls.write_back
+        lines.append(f'    copyto(L[{i}], v{slot}, casting="unsafe")')
+    outs = "".join(f"{_output(source, k, names)}, " for k, source in enumerate(program.outs))
+    found = "".join(
+        f"({i}, v{slot}, {f'g{slot}' if slot in arrived else 'None'}), "
+        for i, slot in program.leaf_slots.items()
+    )
+    lines.append(f"    return [{outs}], [{found}]")
     source = "\n".join(lines) + "\n"
+    names["copyto"], names["copy"] = np.copyto, np.array
     exec(compile(source, "<adswitch_tape replayed gradient>", "exec"), names)
-    return GradientFn(names["run"], bool(names.get("pooled")), order)
+    return GradientFn(names["run"], bool(names.get("pooled")))
+
+
+def _output(source: Any, k: int, names: dict[str, Any]) -> str:
+    """The expression of an output leaf (see ``Program.value``)."""
+    kind, what = source
+    if kind == "v":
+        return f"v{what}"
+    if kind == "L":
+        return f"L[{what}]"
+    names[f"out{k}"] = what
+    return f"copy(out{k}, copy=True)" if kind == "copy" else f"out{k}"
 
 
 def _read_by_rules(program: Program, slot: int, sources: Sequence[Any]) -> list[int]:

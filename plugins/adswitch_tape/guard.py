@@ -24,6 +24,7 @@ their functions and attributes are not walked.
 from __future__ import annotations
 
 import functools
+import keyword
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -251,15 +252,13 @@ class _Walk:
             self.probe(_ITEM, scope, name, found)
             if found is _MISSING and type(builtins) is dict:
                 self.probe(_ITEM, builtins, name, builtins.get(name, _MISSING))
-            if isinstance(found, (types.ModuleType, type)):
+            if isinstance(found, types.ModuleType):
                 self.names(found, names)
 
-    def names(self, owner: types.ModuleType | type, names: list[str]) -> None:
-        """The attributes of a module or class that ``names`` may look up on it."""
-        if isinstance(owner, types.ModuleType):
-            library = owner.__name__.partition(".")[0] in _LIBRARIES
-        else:
-            library = _library(owner)
+    def names(self, owner: types.ModuleType, names: list[str]) -> None:
+        """The attributes of a module that ``names`` may look up on it (a class's are all
+        walked, see ``klass``)."""
+        library = owner.__name__.partition(".")[0] in _LIBRARIES
         for name in names:
             found = getattr(owner, name, _MISSING)
             if found is _MISSING:
@@ -327,7 +326,10 @@ def _compile_probes(probes: list[tuple[int, Any, Any, Any]]) -> Callable[[], boo
     for n, (kind, owner, key, found) in enumerate(probes):
         names[f"o{n}"], names[f"k{n}"], names[f"e{n}"] = owner, key, found
         if kind == _ITEM and type(owner) is dict:
-            tests.append(f"o{n}.get(k{n}, M) is e{n}")
+            # (a missing key raises KeyError: the check fails, see below)
+            tests.append(f"k{n} not in o{n}" if found is _MISSING else f"o{n}[k{n}] is e{n}")
+        elif kind == _ATTR and found is not _MISSING and _plain_name(key):
+            tests.append(f"o{n}.{key} is e{n}")
         elif kind == _ATTR:
             tests.append(f"getattr(o{n}, k{n}, M) is e{n}")
         elif kind == _LEN:
@@ -336,11 +338,18 @@ def _compile_probes(probes: list[tuple[int, Any, Any, Any]]) -> Callable[[], boo
             tests.append(f"ids(o{n}) == e{n}")
         else:
             tests.append(f"read({kind}, o{n}, k{n}) is e{n}")
-    body = "".join(f"    if not ({t}): return False\n" for t in tests)
-    source = f"def check():\n{body}    return True\n"
+    body = "".join(f"        if not ({t}): return False\n" for t in tests)
+    source = (
+        "def check():\n    try:\n" + (body or "        pass\n")
+        + "    except (KeyError, AttributeError):\n        return False\n    return True\n"
+    )  # fmt: skip
     exec(compile(source, "<adswitch_tape guard>", "exec"), names)
     check: Callable[[], bool] = names["check"]
     return check
+
+
+def _plain_name(key: Any) -> bool:
+    return type(key) is str and key.isidentifier() and not keyword.iskeyword(key)
 
 
 def _ids(owner: Any) -> frozenset[int]:

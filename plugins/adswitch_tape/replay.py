@@ -282,7 +282,7 @@ def value_and_grad(
     program = stored.program
     fn.reuse(stored.structure)
     if stored.gradient is not None:
-        return _fused(stored, program, leaves)
+        return _fused(stored, leaves)
     tape, values = program.run(leaves)
     grads = None
     loss = program.loss
@@ -296,29 +296,17 @@ def value_and_grad(
     return outs, engine.leaf_results(leaves, found)
 
 
-def _fused(
-    stored: _Stored, program: Program, leaves: Sequence[Any]
-) -> tuple[list[Any], list[Any | None]]:
+def _fused(stored: _Stored, leaves: Sequence[Any]) -> tuple[list[Any], list[Any | None]]:
     """``value_and_grad`` by the program's fused function, in one of its arenas."""
     gradient = stored.gradient
     assert gradient is not None
-    seed = engine.unit_seed(program.loss_dtype)
+    seed = engine.unit_seed(stored.program.loss_dtype)
     if not gradient.pools:
-        computed, leaf_grads = gradient.run(leaves, None, seed)
-        values = dict(zip(program.result_slots, computed))
-        outs = [program.value(s, leaves, values) for s in program.outs]
-        if program.writes:
-            _write_back(program, leaves, values)
-        found = zip(program.leaf_slots, [values[s] for s in gradient.leaf_order], leaf_grads)
+        outs, found = gradient.run(leaves, None, seed)
         return outs, engine.leaf_results(leaves, found)
     arena = stored.arenas.lend()
     try:
-        computed, leaf_grads = gradient.run(leaves, arena, seed)
-        values = dict(zip(program.result_slots, computed))
-        outs = [program.value(s, leaves, values) for s in program.outs]
-        if program.writes:
-            _write_back(program, leaves, values)
-        found = zip(program.leaf_slots, [values[s] for s in gradient.leaf_order], leaf_grads)
+        outs, found = gradient.run(leaves, arena, seed)
         results = engine.leaf_results(leaves, found)
         arena.forget([*results, *outs])  # the caller's arrays from now on
     finally:
