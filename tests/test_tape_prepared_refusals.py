@@ -250,3 +250,16 @@ def test_a_conversion_the_tape_refuses_is_refused_prepared_too() -> None:
     for _ in range(2):
         with pytest.raises(ad.UnsupportedError, match="Python number"):
             prep(np.ones(2))
+
+
+def _strict_sqrt(x: Any) -> Any:
+    with np.errstate(invalid="raise"):
+        return ad.array_namespace(x).sum(ad.array_namespace(x).sqrt(x))
+
+
+def test_numpy_error_handling_set_inside_f_is_kept_on_every_call() -> None:
+    prep = ad.prepare(ad.gradient, _strict_sqrt, np.ones(2))
+    with pytest.warns(TapeReplayWarning, match="error handling"):
+        np.testing.assert_allclose(prep(np.array([1.0, 4.0]))[0], [0.5, 0.25])
+    with pytest.raises(FloatingPointError):  # as a fresh trace raises: never a silent NaN
+        prep(np.array([-1.0, 4.0]))

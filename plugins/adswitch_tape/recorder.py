@@ -17,7 +17,10 @@ when replaying could differ from tracing ``f`` again:
 * an argument of a recorded operation, or an output, is something the recording cannot
   keep as a constant (an object other than an array, a number, a string, a dtype, a
   slice, a tuple of them; a view of an array ``f`` did not make);
-* ``f`` wrote into an argument without leaving a recorded value in it.
+* ``f`` wrote into an argument without leaving a recorded value in it;
+* ``f`` changed numpy's error handling (``np.errstate``) around a recorded operation: a
+  replay computes in the caller's, which may warn where ``f`` raised or raise where it
+  ignored.
 
 What ``f`` reads outside its arguments, and writes into the ``Const`` arrays, is
 checked around the recording by ``replay`` (``guard``).
@@ -86,8 +89,9 @@ class Recording:
     """
 
     __slots__ = (
-        "_watching", "active", "diff_dtypes", "diffs", "entries", "inputs", "leaves", "loss",
-        "loss_dtype", "n", "ops", "outs", "reason", "results", "trace", "traced", "writes",
+        "_watching", "active", "diff_dtypes", "diffs", "entries", "errstate", "inputs",
+        "leaves", "loss", "loss_dtype", "n", "ops", "outs", "reason", "results", "trace",
+        "traced", "writes",
     )  # fmt: skip
 
     def __init__(self, leaves: Sequence[Any], active: Sequence[bool]) -> None:
@@ -112,12 +116,14 @@ class Recording:
         self.diff_dtypes: list[Any] = []
         self.n = 0
         self.entries: dict[int, tuple[Any, Any, Any, Any]] = {}
+        self.errstate: Any = {}
         self._watching = False
 
     # -- while f runs ------------------------------------------------------------------
     def begin(self, trace: Trace, traced: Traced) -> None:
         """Start watching ``trace`` (right before ``f`` runs)."""
         self.trace, self.traced = trace, traced
+        self.errstate = np.geterr()
         trace.recording = self
         watch(1)
         self._watching = True
@@ -152,6 +158,8 @@ class Recording:
         )
         frozen = None if kw is None else {k: self._constant(v) for k, v in kw.items()}
         self.ops.append((slot, sources, frozen))
+        if np.geterr() != self.errstate:  # (a replay runs in the caller's np.errstate)
+            self.refuse("changes numpy's error handling inside f (np.errstate, np.seterr)")
         self.results[slot] = (type(ans), getattr(ans, "shape", None), getattr(ans, "dtype", None))
 
     def _argument(self, value: Any) -> Source:

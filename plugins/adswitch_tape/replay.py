@@ -61,9 +61,10 @@ class _Stored(NamedTuple):
     snapshot: Snapshot  # what f read besides its arguments
     arrays: list[tuple[int, np.ndarray]]  # the Const arrays' values when recorded
     structure: Hashable  # fn.output_structure
-    gradient: GradientFn | None  # value_and_grad as one function (``fused``)
+    gradient: GradientFn | None  # value_and_grad as one function (``fused``), once compiled
     arenas: Arenas  # the buffers it owns
     others: list[int]  # the leaves walked with f's reads (neither arrays nor plain values)
+    unfused: bool = False  # compile_gradient found no fused form
 
 
 class _State:
@@ -100,6 +101,15 @@ class _State:
                     "replayed only while what f reads stays the same"
                 )
         return None
+
+    def compiled(self, key: Hashable, stored: _Stored) -> _Stored:
+        """``stored`` with its fused gradient compiled (a race compiles it twice)."""
+        gradient = compile_gradient(stored.program)
+        stored = stored._replace(gradient=gradient, unfused=gradient is None)
+        with self.lock:
+            if self.programs.get(key) is not None:
+                self.programs[key] = stored
+        return stored
 
     def store(self, key: Hashable, stored: _Stored) -> None:
         with self.lock:
@@ -217,8 +227,13 @@ def _record(
         return result
     captured = {id(a) for a, _ in watched.copies}
     program = Program(recording, captured)
-    gradient = compile_gradient(program) if fuse else None
-    stored = _Stored(program, watched, arrays, fn.output_structure, gradient, Arenas(), others)
+    # Compiled now, unless the last program was just found stale: then at its first
+    # replay (data that changes on every call would pay a compilation per call).
+    gradient = compile_gradient(program) if fuse and not state.misses else None
+    stored = _Stored(
+        program, watched, arrays, fn.output_structure, gradient, Arenas(), others,
+        unfused=not fuse or (gradient is None and not state.misses),
+    )  # fmt: skip
     state.store(key, stored)
     return result
 
@@ -281,6 +296,8 @@ def value_and_grad(
         )  # fmt: skip
     program = stored.program
     fn.reuse(stored.structure)
+    if stored.gradient is None and not stored.unfused:
+        stored = state.compiled(key, stored)
     if stored.gradient is not None:
         return _fused(stored, leaves)
     tape, values = program.run(leaves)
