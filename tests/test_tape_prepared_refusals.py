@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adswitch_tape import replay
+from adswitch_tape import recordings
 from adswitch_tape.notices import TapeReplayWarning, reset_warnings
 from test_tape_prepared import runs_of
 
@@ -221,7 +221,8 @@ def test_changing_const_arrays_are_noticed_and_finally_traced_every_call() -> No
         return ad.array_namespace(x).sum(x * c)
 
     prep = ad.prepare(ad.gradient, f, np.ones(2), ad.Const(np.ones(2)))
-    points = [(np.ones(2), ad.Const(np.full(2, float(k)))) for k in range(replay.MAX_MISSES + 3)]
+    n = recordings.MAX_MISSES + 3
+    points = [(np.ones(2), ad.Const(np.full(2, float(k)))) for k in range(n)]
     results, runs, said = _calls(prep, points, f)
     assert runs == len(points)
     for (_, c), (g, none) in zip(points, results):

@@ -22,14 +22,14 @@ replay then raises the sweep's own error, as a traced call does.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from .arena import Arena
-from .core import BATCH, IN_PLACE_FROM
+from .core import IN_PLACE_FROM
+from .kernels import accumulate, matmul_x_rule, tanh_rule
 from .program import Program
 from .recording import PRIMS
 from .rules import primitives as P
@@ -52,85 +52,6 @@ class GradientFn(NamedTuple):
 POOL_FROM = IN_PLACE_FROM  # elements: smaller results are cheaper to allocate
 
 
-def _exclusive() -> int:
-    """``sys.getrefcount`` of ``old`` in :func:`_accumulate` when only the generated
-    function's local holds it (measured, as it varies across Pythons)."""
-
-    def probe(old: Any) -> int:
-        return sys.getrefcount(old)
-
-    def caller() -> int:
-        local = np.empty(1)
-        return probe(local)
-
-    return caller()
-
-
-_EXCLUSIVE = _exclusive()
-
-
-def _accumulate(old: Any, gk: Any) -> Any:
-    """``old + gk``, in place when ``old`` is a large array nothing else refers to (as
-    ``core.sweep._added_in_place``: the same numbers, one temporary less)."""
-    if (
-        type(old) is np.ndarray
-        and type(gk) is np.ndarray
-        and old.size >= IN_PLACE_FROM
-        and old.base is None
-        and old.shape == np.broadcast_shapes(old.shape, gk.shape)
-        and old.dtype == np.result_type(old, gk)
-        and old.flags.writeable
-        and sys.getrefcount(old) == _EXCLUSIVE
-    ):
-        np.add(old, gk, out=old)
-        return old
-    return old + gk
-
-
-def _tanh_rule(rule: Any) -> Any:
-    """``tanh``'s rule with its large temporary in the arena (``_tanh_grad``'s calls)."""
-
-    def pooled(arena: Arena, g: Any, ans: Any, x: Any) -> Any:
-        if (
-            type(g) is np.ndarray
-            and type(ans) is np.ndarray
-            and g.shape == ans.shape
-            and ans.size >= IN_PLACE_FROM
-            and np.result_type(g, ans) == ans.dtype
-        ):
-            t = arena.take(ans.shape, ans.dtype)
-            np.multiply(ans, ans, out=t)
-            np.subtract(1.0, t, out=t)
-            return np.multiply(t, g, out=t)
-        return rule(g, ans, x)
-
-    return pooled
-
-
-def _matmul_x_rule(rule: Any) -> Any:
-    """``matmul``'s rule for its first argument, 2-D by 2-D, into the arena
-    (``_matmul_nt``'s calls; ``unbroadcast`` is the identity there)."""
-
-    def pooled(arena: Arena, g: Any, ans: Any, x: Any, y: Any) -> Any:
-        if (
-            not BATCH.axes
-            and type(g) is np.ndarray
-            and type(y) is np.ndarray
-            and g.ndim == 2
-            and y.ndim == 2
-            and g.dtype == y.dtype
-            and np.shape(x) == (g.shape[0], y.shape[0])
-            and g.shape[0] * y.shape[0] >= IN_PLACE_FROM
-        ):
-            out = arena.take((g.shape[0], y.shape[0]), g.dtype)
-            if g.shape[-1] == 1:  # an outer product, as _matmul_nt computes it
-                return np.multiply(g, np.swapaxes(y, -1, -2), out=out)
-            return np.matmul(g, np.swapaxes(y, -1, -2), out=out)
-        return rule(g, ans, x, y)
-
-    return pooled
-
-
 def compile_gradient(program: Program) -> GradientFn | None:
     """The forward replay and gradient sweep of ``program`` as one function, or ``None``
     when it has no loss slot or a needed rule is missing (see the module doc)."""
@@ -148,7 +69,7 @@ def compile_gradient(program: Program) -> GradientFn | None:
             for j in (parents,) if isinstance(parents, int) else parents:
                 if j is not None:
                     reached.add(j)
-    names: dict[str, Any] = {"asarray": np.asarray, "float64": np.float64, "acc": _accumulate}
+    names: dict[str, Any] = {"asarray": np.asarray, "float64": np.float64, "acc": accumulate}
     forward, uses = _forward(program, names)
     keep = set(program.result_slots)
     last_backward: dict[int, int] = {}  # value slot -> the lowest entry whose rule reads it
@@ -341,9 +262,9 @@ def _backward_step(
         pooled = None
         if not has_kw or not kw:
             if prim is _PRIMS_TANH and k == 0:
-                pooled = _tanh_rule(rule)
+                pooled = tanh_rule(rule)
             elif prim is _PRIMS_MATMUL and k == 0 and j not in leaves:
-                pooled = _matmul_x_rule(rule)
+                pooled = matmul_x_rule(rule)
         if pooled is not None:
             names[f"r{slot}_{k}"] = pooled
             names["pooled"] = True
