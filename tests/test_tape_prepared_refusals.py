@@ -264,3 +264,27 @@ def test_numpy_error_handling_set_inside_f_is_kept_on_every_call() -> None:
         np.testing.assert_allclose(prep(np.array([1.0, 4.0]))[0], [0.5, 0.25])
     with pytest.raises(FloatingPointError):  # as a fresh trace raises: never a silent NaN
         prep(np.array([-1.0, 4.0]))
+
+
+SIGNED = np.array([0.0])
+
+
+def _signed(x: Any, c: float) -> Any:
+    return ad.array_namespace(x).sum(1.0 / (x * SIGNED + c))
+
+
+def test_signed_zeros_are_new_values() -> None:
+    """``-0.0 == 0.0``, yet ``1 / -0.0`` is ``-inf``: a Const value or captured array that
+    changes sign of zero is a change."""
+    SIGNED[:] = 0.0
+    prep = ad.prepare(ad.withgradient, _signed, np.ones(1), ad.Const(0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (division by zero, as intended)
+        warnings.simplefilter("ignore", TapeReplayWarning)  # (a change at every call)
+        for c, sign in [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0)]:
+            SIGNED[:] = sign
+            got = prep(np.ones(1), ad.Const(c))
+            want = ad.withgradient(_signed, np.ones(1), ad.Const(c))
+            assert got.val == want.val and np.signbit(got.val) == np.signbit(want.val)
+            assert got.val == (-np.inf if np.signbit(c) and np.signbit(sign) else np.inf)
+    SIGNED[:] = 0.0

@@ -24,7 +24,7 @@ import numpy as np
 
 from .walk import ATTR, ITEM, LEN, MISSING, SET, Unprovable, Walk, read
 
-__all__ = ["Snapshot", "snapshot"]
+__all__ = ["Snapshot", "same_bits", "snapshot"]
 
 
 class Snapshot:
@@ -55,7 +55,7 @@ class Snapshot:
                     return False
         if not self._check():
             return False
-        return all(_same(np.asarray(live), copy) for live, copy in self.copies)
+        return all(same_bits(np.asarray(live), copy) for live, copy in self.copies)
 
 
 def _compile_probes(probes: list[tuple[int, Any, Any, Any]]) -> Callable[[], bool]:
@@ -96,12 +96,18 @@ def _ids(owner: Any) -> frozenset[int]:
     return frozenset(map(id, owner))
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    return (
-        a.shape == b.shape
-        and a.dtype == b.dtype
-        and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
-    )
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` holds exactly ``b``'s values, bit for bit (``-0.0`` is not ``0.0``:
+    ``1 / x`` tells them apart; a NaN is itself)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.hasobject:
+        return bool(np.array_equal(a, b))
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):
+        a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    if a.ndim == 0:
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a.view(np.uint8), b.view(np.uint8)))
 
 
 def snapshot(func: Callable[..., Any], extra: Sequence[Any] = ()) -> Snapshot:

@@ -25,7 +25,7 @@ from adswitch.spec import CallInfo, LossFn, OutputFn
 
 from .arena import Arenas
 from .fused import GradientFn, compile_gradient
-from .guard import Snapshot, snapshot
+from .guard import Snapshot, same_bits, snapshot
 from .notices import warn_once
 from .program import Program
 from .recorder import Recording
@@ -105,8 +105,7 @@ def _changed(stored: Stored, leaves: Sequence[Any], func: Any) -> str | None:
     if not snap.holds(func, [leaves[i] for i in stored.others] if stored.others else ()):
         return "what f reads from its closure, its globals or the modules it names"
     for i, copy in stored.arrays:
-        leaf = leaves[i]
-        if not np.array_equal(leaf, copy, equal_nan=copy.dtype.kind in "fc"):
+        if not same_bits(leaves[i], copy):
             return "the values of its Const arrays"
     return None
 
@@ -127,8 +126,20 @@ def _key(leaves: Sequence[Any], active: Sequence[bool]) -> tuple[Any, ...]:
     key: list[Any] = []
     for i, (leaf, a) in enumerate(zip(leaves, active)):
         if not a and isinstance(leaf, _VALUE_LEAVES):
-            key.append((i, type(leaf), leaf))
+            key.append((i, type(leaf), _exactly(leaf)))
     return tuple(key)
+
+
+def _exactly(value: Any) -> Any:
+    """``value`` as a key that tells apart what ``==`` does not (``-0.0`` and ``0.0``:
+    ``1 / x`` differs) and that is equal to itself (a NaN)."""
+    if isinstance(value, np.generic):
+        return value.tobytes()
+    if isinstance(value, float):
+        return value.hex()
+    if isinstance(value, complex):
+        return (value.real.hex(), value.imag.hex())
+    return value
 
 
 def _other_leaves(leaves: Sequence[Any], active: Sequence[bool]) -> list[int]:
@@ -201,7 +212,7 @@ def record(
         reason = "draws random numbers (numpy's or Python's global generator)"
     if reason is None and not watched.holds(func, [leaves[i] for i in others]):
         reason = "changes what it reads from its closure or globals"
-    if reason is None and any(not _same(leaves[i], copy) for i, copy in arrays):
+    if reason is None and any(not same_bits(leaves[i], copy) for i, copy in arrays):
         reason = "writes into its Const arrays"
     if reason is not None:
         _refuse(state, func, info.entry, reason)
@@ -226,10 +237,6 @@ def _generator_states() -> tuple[Any, ...]:
     mt = state["state"]
     assert isinstance(state, dict) and isinstance(mt, dict)
     return (mt["key"].tobytes(), mt["pos"], state["has_gauss"], _random.getstate())
-
-
-def _same(a: Any, b: np.ndarray) -> bool:
-    return bool(np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"))
 
 
 def replayable(
