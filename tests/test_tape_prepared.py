@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import sys
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -398,3 +400,23 @@ def test_no_warning_for_replayable_calls() -> None:
         prep = ad.prepare(ad.gradient, chain, *_args_chain(0))
         for seed in range(3):
             prep(*_args_chain(seed))
+
+
+def test_a_dropped_prepared_call_frees_what_it_kept_at_once() -> None:
+    """No reference cycle: the program, its constants and its buffers go with the prepared
+    call, without waiting for the garbage collector."""
+    gc.disable()
+    try:
+        prep = ad.prepare(ad.gradient, mlp, *mlp_args(0))
+        prep(*mlp_args(1))
+        prep(*mlp_args(2))
+        state = prep._slot[("tape", "value_and_grad")]  # type: ignore[attr-defined]
+        stored = next(iter(state.programs.values()))
+        kept = [weakref.ref(stored.gradient.run)] + [weakref.ref(a) for _, a in stored.arrays]
+        for arena in stored.arenas._idle:
+            kept += [weakref.ref(b) for bufs in arena.buffers.values() for b in bufs]
+        assert len(kept) > 3
+        del prep, state, stored, arena
+        assert all(ref() is None for ref in kept)
+    finally:
+        gc.enable()

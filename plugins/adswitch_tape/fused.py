@@ -104,7 +104,8 @@ def compile_gradient(program: Program) -> GradientFn | None:
     source = "\n".join(lines) + "\n"
     names["copyto"], names["copy"] = np.copyto, np.array
     exec(compile(source, "<adswitch_tape replayed gradient>", "exec"), names)
-    return GradientFn(names["run"], bool(names.get("pooled")))
+    run = names.pop("run")  # (a function held by its own globals: a reference cycle)
+    return GradientFn(run, bool(names.get("pooled")))
 
 
 def _output(source: Any, k: int, names: dict[str, Any]) -> str:

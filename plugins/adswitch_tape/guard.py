@@ -84,7 +84,7 @@ def _compile_probes(probes: list[tuple[int, Any, Any, Any]]) -> Callable[[], boo
         + "    except (KeyError, AttributeError):\n        return False\n    return True\n"
     )  # fmt: skip
     exec(compile(source, "<adswitch_tape guard>", "exec"), names)
-    check: Callable[[], bool] = names["check"]
+    check: Callable[[], bool] = names.pop("check")  # (no cycle with its globals)
     return check
 
 

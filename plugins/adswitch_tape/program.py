@@ -164,5 +164,6 @@ def _compile(program: Program) -> Callable[[Sequence[Any]], tuple[list[Any], tup
     source = "\n".join(lines) + "\n"
     code = compile(source, "<adswitch_tape replay>", "exec")
     exec(code, names)
-    run: Callable[[Sequence[Any]], tuple[list[Any], tuple[Any, ...]]] = names["run"]
+    # (popped: a function held by its own globals would be a reference cycle)
+    run: Callable[[Sequence[Any]], tuple[list[Any], tuple[Any, ...]]] = names.pop("run")
     return run
