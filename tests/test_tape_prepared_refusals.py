@@ -6,7 +6,10 @@ Oracles: closed forms; the runs of ``f`` counted with a profile hook (``runs_of`
 
 from __future__ import annotations
 
+import abc
+import itertools
 import random
+import types
 import warnings
 from typing import Any
 
@@ -288,3 +291,74 @@ def test_signed_zeros_are_new_values() -> None:
             assert got.val == want.val and np.signbit(got.val) == np.signbit(want.val)
             assert got.val == (-np.inf if np.signbit(c) and np.signbit(sign) else np.inf)
     SIGNED[:] = 0.0
+
+
+CONFIG = types.ModuleType("user_config")  # a module of the user's: its attributes f names
+CONFIG.SCALE = 2.0  # type: ignore[attr-defined]
+CONFIG.W = np.array([1.0, 2.0])  # type: ignore[attr-defined]
+
+
+def _reads_a_module(x: Any) -> Any:
+    return ad.array_namespace(x).sum(CONFIG.W * x**2) * CONFIG.SCALE  # type: ignore[attr-defined]
+
+
+def test_attributes_of_a_users_module_are_noticed() -> None:
+    prep = ad.prepare(ad.gradient, _reads_a_module, np.ones(2))
+    x = np.array([1.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TapeReplayWarning)
+        for scale, w in [(2.0, 1.0), (2.0, 1.0), (3.0, 1.0), (3.0, 1.0), (3.0, 5.0), (3.0, 5.0)]:
+            CONFIG.SCALE = scale  # type: ignore[attr-defined]
+            CONFIG.W[:] = [w, 2 * w]  # type: ignore[attr-defined]
+            np.testing.assert_allclose(prep(x)[0], 2 * scale * np.array([w, 2 * w]) * x)
+
+
+class _Base(abc.ABC):
+    @abc.abstractmethod
+    def scale(self) -> float: ...
+
+
+class _Slotted(_Base):
+    __slots__ = ("_s",)
+
+    def __init__(self, s: float) -> None:
+        self._s = s
+
+    @property
+    def doubled(self) -> float:
+        return self._s * 2
+
+    def scale(self) -> float:
+        return self.doubled
+
+    def __call__(self, x: Any) -> Any:
+        return ad.array_namespace(x).sum(x**2) * self.scale()
+
+
+def test_properties_slots_and_abstract_bases_replay_and_are_noticed() -> None:
+    model = _Slotted(1.0)
+    prep = ad.prepare(ad.gradient, model, np.ones(2))
+    x = np.array([1.0, 3.0])
+    with warnings.catch_warnings(), runs_of(_Slotted.__call__) as runs:
+        warnings.simplefilter("error", TapeReplayWarning)
+        for s in (1.0, 1.0, 3.0, 3.0):
+            model._s = s
+            np.testing.assert_allclose(prep(x)[0], 4 * s * x)
+    assert runs[0] == 2
+
+
+def test_state_hidden_in_a_c_object_is_refused() -> None:
+    counter = itertools.count()
+    draws = random.Random(0)
+
+    def counts(x: Any) -> Any:
+        return ad.array_namespace(x).sum(x**2) * next(counter)
+
+    def draws_from(x: Any) -> Any:
+        return ad.array_namespace(x).sum(x**2) * draws.random()
+
+    for f, match in [(counts, "cannot see"), (draws_from, "random generator")]:
+        prep = ad.prepare(ad.gradient, f, np.ones(2))
+        results, runs, said = _calls(prep, [(np.ones(2),)] * 3, f)
+        assert runs == 3 and len(said) == 1 and match in said[0]
+        assert len({float(r[0][0]) for r in results}) == 3  # a new value on every call

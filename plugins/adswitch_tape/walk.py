@@ -17,6 +17,7 @@ arrays.
 from __future__ import annotations
 
 import functools
+import random
 import types
 from typing import Any
 
@@ -49,6 +50,12 @@ _VALUES = (
     np.ufunc,
     types.BuiltinFunctionType,
     types.CodeType,
+    # a class's C-level descriptors (slots, methods of builtins): fixed with the class
+    types.MemberDescriptorType,
+    types.GetSetDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
 )
 _VALUE_TYPES = frozenset(_VALUES) | {types.ModuleType, object}
 # Libraries taken as they are (their modules' attributes and their functions not walked).
@@ -65,6 +72,7 @@ _FRESH_TYPES: tuple[type, ...] = (
     np.random.Generator,
     np.random.RandomState,
     np.random.BitGenerator,
+    random.Random,
 )
 
 
@@ -183,6 +191,13 @@ class Walk:
             self.probes.append((SET, obj, None, frozenset(map(id, obj))))
             for item in list(obj):
                 self.value(item)
+        elif kind in (staticmethod, classmethod):
+            self.value(obj.__func__)
+        elif kind is property:
+            for accessor in (obj.fget, obj.fset, obj.fdel):
+                self.value(accessor)
+        elif kind is functools.cached_property:
+            self.value(obj.func)
         elif kind is functools.partial:
             self.value(obj.func)
             self.value(obj.args)
@@ -208,11 +223,9 @@ class Walk:
             for name, item in list(c.__dict__.items()):
                 if name.startswith("__") and name.endswith("__") and name != "__call__":
                     continue  # (the class's machinery: __dict__, __module__, __doc__...)
+                if name.startswith("_abc_"):
+                    continue  # (an abc.ABC's registry: isinstance bookkeeping)
                 self.probe(ITEM, c.__dict__, name, item)
-                if isinstance(item, (staticmethod, classmethod)):
-                    self.value(item.__func__)
-                elif isinstance(item, property):
-                    self.value(item.fget)
 
     def instance(self, obj: Any) -> None:
         kind = type(obj)
