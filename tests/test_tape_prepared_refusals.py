@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 import itertools
 import random
+import time
 import types
 import warnings
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 from adswitch_tape import recordings
 from adswitch_tape.notices import TapeReplayWarning, reset_warnings
+from numpy.random import default_rng
 from test_tape_prepared import runs_of
 
 import adswitch as ad
@@ -211,11 +213,19 @@ def _python_noise(x: Any) -> Any:
     return ad.array_namespace(x).sum(x * random.random())
 
 
-@pytest.mark.parametrize("f", [_noisy, _global_noise, _python_noise])
+def _fresh_generator(x: Any) -> Any:
+    return ad.array_namespace(x).sum(x * default_rng().standard_normal(2))  # own entropy
+
+
+def _clock(x: Any) -> Any:
+    return ad.array_namespace(x).sum(x) * (time.perf_counter() % 1.0)
+
+
+@pytest.mark.parametrize("f", [_noisy, _global_noise, _python_noise, _fresh_generator, _clock])
 def test_random_numbers_drawn_in_f_are_fresh_on_every_call(f: Any) -> None:
     prep = ad.prepare(ad.gradient, f, np.ones(2))
     results, runs, said = _calls(prep, [(np.ones(2),)] * 3, f)
-    assert runs == 3 and len(said) == 1 and "random" in said[0]
+    assert runs == 3 and len(said) == 1 and ("random" in said[0] or "time" in said[0])
     assert not np.array_equal(results[0][0], results[1][0])  # new draws, as unprepared
 
 

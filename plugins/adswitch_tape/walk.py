@@ -76,6 +76,18 @@ _FRESH_TYPES: tuple[type, ...] = (
 )
 
 
+# What has a ``__module__`` that may be a source of fresh values (``from time import time``;
+# numpy.random's functions are Cython functions: any callable is asked).
+_CODE_TYPES = frozenset((types.FunctionType, types.BuiltinFunctionType, type))
+
+
+def _from_fresh_module(obj: Any) -> bool:
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str):
+        return False
+    return module in _FRESH_MODULES or module.startswith("numpy.random.")
+
+
 class Unprovable(Exception):
     """The walk met something it cannot vouch for."""
 
@@ -141,6 +153,11 @@ class Walk:
         if self.count > MAX_OBJECTS:
             raise Unprovable(f"it reads more than {MAX_OBJECTS} objects besides its arguments")
         kind = type(obj)
+        if (kind in _CODE_TYPES or callable(obj)) and _from_fresh_module(obj):
+            raise Unprovable(
+                f"it uses {getattr(obj, '__qualname__', obj)} of the module {obj.__module__} "
+                "(fresh values on each call)"
+            )
         if kind is types.BuiltinFunctionType:
             owner = getattr(obj, "__self__", None)  # a bound builtin method: its object
             if owner is not None and not isinstance(owner, types.ModuleType):
