@@ -26,7 +26,14 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
     6. ``calls``      -- what every differentiation call does around ``f`` (trace, hand
        back, restore); ``ownership`` -- a reusable pullback's tape owns its values;
        ``engine`` -- ``value_and_grad``; ``operators`` -- ``vjp``, ``vjp_apply``, ``jvp``;
-    7. ``plugin``     -- the ``adswitch.backends`` entry point (imports nothing heavy).
+    7. prepared calls, recorded once and replayed without Python (``replay``, over
+       ``recordings`` -- what a prepared call keeps and checks before a replay;
+       ``recorder`` -- what one run of ``f`` did, or why it cannot be replayed;
+       ``sites`` -- which of the tape's own lines read only shapes; ``guard``/``walk``
+       -- what ``f`` reads besides its arguments; ``program`` -- the recorded
+       operations as one numpy function; ``fused``/``kernels`` -- a gradient as one
+       function; ``arena`` -- buffers a program owns; ``notices`` -- the warning);
+    8. ``plugin``     -- the ``adswitch.backends`` entry point (imports nothing heavy).
 
 The array behaviour lives above the rules, yet rules use operators on tracers (``g * y``):
 the class is completed when ``namespace`` is imported, which ``calls`` does before it

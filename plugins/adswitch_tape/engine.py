@@ -4,12 +4,13 @@ The steps (see ``calls`` for each): the active leaves traced, ``fn(values)``, on
 backward sweep from the loss that frees every entry as soon as it is used (the memory
 of a plain numpy forward pass, no more), outputs unwrapped, gradients conformed; always
 the locks released and mutated arguments written back. The other primitives of the
-contract -- ``vjp``, ``vjp_apply``, ``jvp`` -- are in ``operators``.
+contract -- ``vjp``, ``vjp_apply``, ``jvp`` -- are in ``operators``; a prepared call's
+first run is recorded here too (``recording``), then replayed by ``replay``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,18 +19,31 @@ from adswitch.spec import CallInfo, LossFn
 
 from .calls import conform, trace_leaves, translate, unwrap, write_back
 from .core import Trace, backward, sync
+from .recorder import Recording, note_nested
 from .tracer import Tracer, raw
 
-__all__ = ["value_and_grad"]
+__all__ = ["leaf_results", "unit_seed", "value_and_grad"]
 
 
 def value_and_grad(
-    fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    fn: LossFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    info: CallInfo,
+    recording: Recording | None = None,
 ) -> tuple[list[Any], list[Any | None]]:
-    """Differentiate ``fn``'s loss with respect to the active leaves (see module doc)."""
+    """Differentiate ``fn``'s loss with respect to the active leaves (see module doc);
+    with a ``recording``, ``f``'s run is recorded for replay (``replay``)."""
+    if info.depth:
+        note_nested()
     trace, values, traced = trace_leaves(leaves, active)
     try:
-        loss, outs = fn(values)
+        if recording is not None:
+            recording.begin(trace, traced)
+            loss, outs = fn(values)
+            recording.end(outs, loss=loss)
+        else:
+            loss, outs = fn(values)
         grads = _sweep(trace, loss)
         out_leaves = list(outs)
         for k, o in enumerate(out_leaves):
@@ -41,12 +55,21 @@ def value_and_grad(
             raise
         raise error from exc
     finally:
+        if recording is not None:
+            recording.stop()
         trace.close()
         write_back(leaves, traced)
+    found = [(i, value, grads[slot] if grads else None) for i, (_, value, slot) in traced.items()]
+    return out_leaves, leaf_results(leaves, found)
+
+
+def leaf_results(leaves: Sequence[Any], found: Iterable[tuple[int, Any, Any]]) -> list[Any | None]:
+    """One gradient per leaf (``None`` where inactive) from ``(leaf index, the value it
+    was traced with, its gradient or None)`` per active leaf: each its own writeable array
+    in the leaf's dtype, zeros where nothing reached it."""
     seen: set[int] = set()
     result: list[Any | None] = [None] * len(leaves)
-    for i, (_, value, slot) in traced.items():
-        g = grads[slot] if grads else None
+    for i, value, g in found:
         if (
             type(g) is np.ndarray
             and type(value) is np.ndarray
@@ -61,7 +84,7 @@ def value_and_grad(
             result[i] = g
         else:
             result[i] = conform(g, leaves[i], value, seen)
-    return out_leaves, result
+    return result
 
 
 def _sweep(trace: Trace, loss: Any) -> list[Any] | None:
@@ -74,8 +97,13 @@ def _sweep(trace: Trace, loss: Any) -> list[Any] | None:
         return None
     value = loss._value
     dtype = (value if type(value) is not Tracer else raw(value)).dtype
+    return backward(trace, loss._idx, unit_seed(dtype))
+
+
+def unit_seed(dtype: Any) -> np.ndarray:
+    """The seed of a loss of ``dtype``: ``1``, read-only (see ``_seed``)."""
     seed = _SEEDS.get(dtype)
-    return backward(trace, loss._idx, _seed(dtype) if seed is None else seed)
+    return _seed(dtype) if seed is None else seed
 
 
 _SEEDS: dict[Any, np.ndarray] = {}

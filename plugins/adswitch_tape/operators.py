@@ -33,9 +33,10 @@ from adswitch.spec import CallInfo, OutputFn, SeedFn
 from .calls import Traced, conform, roots, trace_leaves, translate, unwrap, write_back
 from .core import NoTangentRule, Trace, backward_many, forward
 from .ownership import own, owned_output
+from .recorder import Recording, note_nested
 from .tracer import Tracer, raw
 
-__all__ = ["TapePullback", "jvp", "vjp", "vjp_apply"]
+__all__ = ["TapePullback", "jvp", "pull", "push", "results", "vjp", "vjp_apply"]
 
 
 class TapePullback:
@@ -63,22 +64,41 @@ class TapePullback:
     def __call__(self, cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
         if len(cotangents) != len(self._roots):
             raise ValueError("tape: one cotangent per differentiated output")
-        grads, batch, seeds = _pull(
+        grads, batch, seeds = pull(
             self._trace, self._roots, self._dtypes, cotangents, batched, keep=True
         )
-        return _results(grads, self._leaves, self._traced, batch, seeds)
+        return results(grads, self._leaves, self._traced, batch, seeds)
 
     def __repr__(self) -> str:
         return f"<tape pullback of {len(self._roots)} outputs>"
 
 
+def _run(
+    fn: OutputFn, values: list[Any], trace: Trace, traced: Traced, recording: Recording | None
+) -> tuple[list[Any], list[Any]]:
+    """``fn(values)``, recorded for replay when there is a ``recording``."""
+    if recording is None:
+        return fn(values)
+    recording.begin(trace, traced)
+    diffs, outs = fn(values)
+    recording.end(outs, diffs=diffs)
+    return diffs, outs
+
+
 def vjp(
-    fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
+    fn: OutputFn,
+    leaves: Sequence[Any],
+    active: Sequence[bool],
+    info: CallInfo,
+    recording: Recording | None = None,
 ) -> tuple[list[Any], TapePullback]:
-    """Run ``fn`` once on traced leaves; return its concrete outputs and a reusable pullback."""
+    """Run ``fn`` once on traced leaves; return its concrete outputs and a reusable pullback
+    (``recording``: ``f``'s run is recorded for replay, see ``replay``)."""
+    if info.depth:
+        note_nested()
     trace, values, traced = trace_leaves(leaves, active)
     try:
-        diffs, outs = fn(values)
+        diffs, outs = _run(fn, values, trace, traced, recording)
         slots = roots(diffs, trace)
         dtypes = [_dtype(d) for d in diffs]
         out_leaves = [owned_output(o, unwrap(o, trace), trace) for o in outs]
@@ -87,6 +107,8 @@ def vjp(
         _raise_translated(exc, trace)
         raise
     finally:
+        if recording is not None:
+            recording.stop()
         trace.close()
         write_back(leaves, traced)
     return out_leaves, TapePullback(trace, slots, dtypes, leaves, traced)
@@ -98,24 +120,29 @@ def vjp_apply(
     active: Sequence[bool],
     seed: SeedFn,
     info: CallInfo,
+    recording: Recording | None = None,
 ) -> tuple[list[Any], list[Any | None]]:
     """``vjp`` and one pullback of the cotangents ``seed(diff_leaves)``, fused (batched
     when ``info.batched``); the tape is freed as it is swept."""
+    if info.depth:
+        note_nested()
     trace, values, traced = trace_leaves(leaves, active)
     try:
-        diffs, outs = fn(values)
+        diffs, outs = _run(fn, values, trace, traced, recording)
         slots = roots(diffs, trace)
         dtypes = [_dtype(d) for d in diffs]
         out_leaves = [unwrap(o, trace) for o in outs]
         cotangents = seed([unwrap(d, trace) for d in diffs])
-        grads, batch, seeds = _pull(trace, slots, dtypes, cotangents, info.batched, keep=False)
+        grads, batch, seeds = pull(trace, slots, dtypes, cotangents, info.batched, keep=False)
     except ValueError as exc:
         _raise_translated(exc, trace)
         raise
     finally:
+        if recording is not None:
+            recording.stop()
         trace.close()
         write_back(leaves, traced)
-    return out_leaves, _results(grads, leaves, traced, batch, seeds)
+    return out_leaves, results(grads, leaves, traced, batch, seeds)
 
 
 def jvp(
@@ -124,26 +151,52 @@ def jvp(
     active: Sequence[bool],
     tangents: Sequence[Any],
     info: CallInfo,
+    recording: Recording | None = None,
 ) -> tuple[list[Any], list[Any]]:
     """``J @ tangents``: ``f`` recorded, then the tangents pushed forward through its tape
     (batched when ``info.batched``); by transposition when a primitive on the tape has
     no tangent rule (see the module doc)."""
+    if info.depth:
+        note_nested()
     trace, values, traced = trace_leaves(leaves, active)
-    dual: Trace | None = None
     try:
-        diffs, outs = fn(values)
+        diffs, outs = _run(fn, values, trace, traced, recording)
         slots = roots(diffs, trace)
         out_leaves = [unwrap(o, trace) for o in outs]
-        nb = 1 if info.batched else 0
-        leaf_slots: list[int] = []
-        seeds: list[Any] = []
-        for i, (_, value, slot) in traced.items():
-            if tangents[i] is not None:
-                leaf_slots.append(slot)
-                seeds.append(_seed(tangents[i], raw(value).dtype))
-        at = {s: raw(d) for d, s in zip(diffs, slots) if s is not None}  # slot -> value
-        wanted = sorted(at)
-        pushed: dict[int, Any] = {}
+        out_tangents = push(trace, slots, diffs, traced, tangents, info.batched)
+    except ValueError as exc:
+        _raise_translated(exc, trace)
+        raise
+    finally:
+        if recording is not None:
+            recording.stop()
+        trace.close()
+        write_back(leaves, traced)
+    return out_leaves, out_tangents
+
+
+def push(
+    trace: Trace,
+    slots: list[int | None],
+    diffs: Sequence[Any],
+    traced: Traced,
+    tangents: Sequence[Any],
+    batched: bool,
+) -> list[Any]:
+    """The tangents of the differentiated outputs ``diffs`` (at tape ``slots``) for the
+    leaves' ``tangents``: the forward sweep of ``trace``, or its transposition."""
+    nb = 1 if batched else 0
+    leaf_slots: list[int] = []
+    seeds: list[Any] = []
+    for i, (_, value, slot) in traced.items():
+        if tangents[i] is not None:
+            leaf_slots.append(slot)
+            seeds.append(_seed(tangents[i], raw(value).dtype))
+    at = {s: raw(d) for d, s in zip(diffs, slots) if s is not None}  # slot -> value
+    wanted = sorted(at)
+    pushed: dict[int, Any] = {}
+    dual: Trace | None = None
+    try:
         if seeds and wanted:
             try:
                 pushed = forward(trace, leaf_slots, seeds, wanted, nb)
@@ -158,15 +211,10 @@ def jvp(
             like = d if hasattr(d, "dtype") else np.asarray(d, dtype=np.float64)
             t = None if out_slot is None else pushed.get(out_slot)
             out_tangents.append(conform(t, y, like, seen, batch))
-    except ValueError as exc:
-        _raise_translated(exc, trace)
-        raise
     finally:
         if dual is not None:
             dual.close()
-        trace.close()
-        write_back(leaves, traced)
-    return out_leaves, out_tangents
+    return out_tangents
 
 
 def _transposed(
@@ -203,7 +251,7 @@ def _transposed(
 
 
 # -- shared --------------------------------------------------------------------------------
-def _pull(
+def pull(
     trace: Trace,
     slots: list[int | None],
     dtypes: list[Any],
@@ -225,7 +273,7 @@ def _pull(
     return backward_many(trace, present, seeds, 1 if batched else 0, keep), batch, seeds
 
 
-def _results(
+def results(
     grads: list[Any] | None,
     leaves: Sequence[Any],
     traced: Mapping[int, tuple[Any, Any, int]],

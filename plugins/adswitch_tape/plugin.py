@@ -5,7 +5,8 @@ Registered under the ``adswitch.backends`` entry point. It needs nothing but num
 engine; the machinery is imported when a call needs it. All four primitives of the
 contract are native: ``value_and_grad`` (``engine``), ``vjp``, ``vjp_apply`` and ``jvp``
 (``operators``), batched (``Capabilities.batching``); ``jvp`` is a forward sweep of
-tangents through the recorded tape (``Capabilities.forward``, see ``operators``).
+tangents through the recorded tape (``Capabilities.forward``, see ``operators``). Calls
+of an ``ad.prepare``-d operator are recorded once and replayed (``replay``).
 
 Example:
     >>> import numpy as np, adswitch as ad
@@ -75,11 +76,15 @@ class TapeBackend(BackendBase):
     def value_and_grad(
         self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], list[Any | None]]:
+        if info.prepared is not None and not info.depth:
+            return _replay().value_and_grad(fn, leaves, active, info)  # type: ignore[no-any-return]
         return _engine()(fn, leaves, active, info)
 
     def vjp(
         self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], Pullback]:
+        if info.prepared is not None and not info.depth:
+            return _replay().vjp(fn, leaves, active, info)  # type: ignore[no-any-return]
         return _operators().vjp(fn, leaves, active, info)  # type: ignore[no-any-return]
 
     def vjp_apply(
@@ -90,6 +95,8 @@ class TapeBackend(BackendBase):
         seed: SeedFn,
         info: CallInfo,
     ) -> tuple[list[Any], list[Any | None]]:
+        if info.prepared is not None and not info.depth:
+            return _replay().vjp_apply(fn, leaves, active, seed, info)  # type: ignore[no-any-return]
         return _operators().vjp_apply(fn, leaves, active, seed, info)  # type: ignore[no-any-return]
 
     def jvp(
@@ -100,6 +107,8 @@ class TapeBackend(BackendBase):
         tangents: Sequence[Any],
         info: CallInfo,
     ) -> tuple[list[Any], list[Any]]:
+        if info.prepared is not None and not info.depth:
+            return _replay().jvp(fn, leaves, active, tangents, info)  # type: ignore[no-any-return]
         return _operators().jvp(fn, leaves, active, tangents, info)  # type: ignore[no-any-return]
 
 
@@ -127,6 +136,14 @@ def _operators() -> Any:
     from . import operators
 
     return operators
+
+
+@functools.cache
+def _replay() -> Any:
+    """The engine's prepared calls (module ``replay``), imported on first use."""
+    from . import replay
+
+    return replay
 
 
 @hookimpl

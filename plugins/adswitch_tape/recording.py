@@ -7,7 +7,8 @@ scalars) are constants at that level -- computing its value by calling itself on
 unwrapped values, which records it on the lower levels in turn. ``defvjp`` fills the
 table of gradient rules and ``defjvp`` that of tangent rules (the rules themselves are
 in ``rules``). Numpy arrays an entry keeps for its rules are locked read-only until the
-call ends.
+call ends. While a prepared call's first run is recorded for replay, each recorded
+operation also tells the trace's ``recording`` its whole arguments (``replay``).
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def _record(p: Prim, args: tuple[Any, ...], kw: dict[str, Any]) -> Tracer:
     tape = top.tape
     kept = _kept(p, tuple(vals))
     tape.append((p, kept, ans if p.keep_ans else None, kw or None, tuple(parents)))
+    if top.recording is not None:
+        top.recording.op(tuple(vals), kw or None, ans)
     return Tracer(ans, top, len(tape) - 1)
 
 
@@ -148,6 +151,8 @@ def unary(
             return Tracer(ans, trace, None)
         tape = trace.tape
         tape.append((p, (v,) if keep_x else _NONE1, ans if keep_ans else None, None, idx))
+        if trace.recording is not None:
+            trace.recording.op((v,), None, ans)
         return Tracer(ans, trace, len(tape) - 1)
 
     def prim_params(x: Any, /, **kw: Any) -> Any:
@@ -165,6 +170,8 @@ def unary(
             return Tracer(ans, trace, None)
         tape = trace.tape
         tape.append((p, (v,) if keep_x else _NONE1, ans if keep_ans else None, kw, idx))
+        if trace.recording is not None:
+            trace.recording.op((v,), kw, ans)
         return Tracer(ans, trace, len(tape) - 1)
 
     return _register(p, prim_params if params else prim)
@@ -211,6 +218,8 @@ def binary(
                 (None, idx),
             )
         )
+        if trace.recording is not None:
+            trace.recording.op((x, yv), None, ans)
         return Tracer(ans, trace, len(tape) - 1)
 
     def prim(x: Any, y: Any, /) -> Any:
@@ -243,6 +252,8 @@ def binary(
                     (xi, yi),
                 )
             )
+            if trace.recording is not None:
+                trace.recording.op((xv, yv), None, ans)
             return Tracer(ans, trace, len(tape) - 1)
         # traced (+) constant: the commonest case (x * 2.0, x + b, x @ W...)
         if saves and type(y) is np.ndarray and id(y) not in trace.locked:
@@ -261,6 +272,8 @@ def binary(
                 idx,
             )
         )
+        if trace.recording is not None:
+            trace.recording.op((xv, y), None, ans)
         return Tracer(ans, trace, len(tape) - 1)
 
     return _register(p, prim)

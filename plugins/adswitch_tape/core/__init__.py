@@ -8,11 +8,11 @@ the sweeps call its rules.
 """
 
 from .forward import NoTangentRule, forward
-from .node import Tracer, raw, sync
+from .node import Tracer, raw, sync, watch
 from .sweep import BATCH, IN_PLACE_FROM, Rule, backward, backward_many
 from .trace import FREE, Entry, Trace, escaped, role_text
 
 __all__ = [
     "BATCH", "FREE", "IN_PLACE_FROM", "Entry", "NoTangentRule", "Rule", "Trace", "Tracer",
-    "backward", "backward_many", "escaped", "forward", "raw", "role_text", "sync",
+    "backward", "backward_many", "escaped", "forward", "raw", "role_text", "sync", "watch",
 ]  # fmt: skip

@@ -14,6 +14,8 @@ the same machinery applied once per level.
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,7 @@ from adswitch.errors import UnsupportedError
 
 from .trace import Trace
 
-__all__ = ["Tracer", "raw", "sync"]
+__all__ = ["Tracer", "raw", "sync", "watch"]
 
 
 class Tracer:
@@ -95,9 +97,28 @@ def sync(view: Tracer) -> None:
 
 
 def raw(x: Any) -> Any:
-    """The concrete numpy value under every trace level (constants pass through)."""
+    """The concrete numpy value under every trace level (constants pass through).
+
+    While a recording watches its trace (:func:`watch`), each call on one of its tracers
+    is reported to it with the caller's frame: a read of a traced value outside the
+    recorded primitives, unless the caller only looks at the shape or dtype."""
     while type(x) is Tracer:
         if x._base is not None:
             sync(x)
+        if watching and x._trace.recording is not None:
+            x._trace.recording.read(sys._getframe(1))
         x = x._value
     return x
+
+
+# How many recordings watch their trace (any thread): ``raw`` looks no further while none
+# does. Changed under the lock; read without it (a stale count only costs a look).
+watching = 0
+_watching_lock = threading.Lock()
+
+
+def watch(delta: int) -> None:
+    """Count a recording starting (``+1``) or ending (``-1``) to watch reads."""
+    global watching
+    with _watching_lock:
+        watching += delta

@@ -42,12 +42,15 @@ what the primitive's rules read (``Prim.keep_args``/``keep_ans``: values, shapes
 class Trace:
     """One differentiation call: its level, its tape, the numpy constants it locked."""
 
-    __slots__ = ("level", "live", "locked", "tape")
+    __slots__ = ("level", "live", "locked", "recording", "tape")
 
     def __init__(self) -> None:
         self.level = next(_LEVELS)
         self.tape: list[Entry | None] = []  # None: a leaf, or an entry already swept
         self.live = True
+        # While ``f`` runs for a prepared call that may be replayed: the object told of
+        # every operation recorded (``op``) and every read of a traced value (``read``).
+        self.recording: Any = None
         # id -> (array, role); role "" for an array that was read-only before any call
         # locked it. Arrays are kept so that their ids stay unique.
         self.locked: dict[int, tuple[np.ndarray, Any]] = {}
@@ -131,6 +134,7 @@ class _Free(Trace):
         self.tape = []
         self.live = True
         self.locked = {}
+        self.recording = None
 
     def guard(self, array: np.ndarray, role: Any) -> None:
         return None
