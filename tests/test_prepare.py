@@ -48,6 +48,7 @@ def test_prepared_gradient_matches_the_closed_form_at_new_values(backend: str) -
             np.testing.assert_allclose(np.asarray(g[key]), want[key], rtol=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the tape says it re-traces hessian/hvp
 def test_every_operator_prepared_equals_unprepared() -> None:
     x = np.array([0.3, -0.2, 0.5])
     y = np.array([1.0, 2.0, -1.0])
