@@ -32,6 +32,7 @@ import torch
 
 from ._linalg_support import (
     clusters,
+    distinct,
     gap_reciprocals,
     guard_higher,
     refusal,
@@ -145,8 +146,11 @@ def eigh(native: Any) -> Any:
     def eigh(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         """``torch.linalg.eigh`` (lower triangle); derivatives right at repeated
         eigenvalues or refused (``adswitch_torch.linalg``)."""
+        result = native(x, *args, **kwargs)
         if args or kwargs or not traced(x) or not x.dtype.is_floating_point:
-            return native(x, *args, **kwargs)
+            return result
+        if distinct(result.eigenvalues):
+            return result  # torch's rule is right here
         return _RESULT(_Eigh.apply(x))  # type: ignore[no-untyped-call]
 
     return eigh
@@ -158,8 +162,11 @@ def eigvalsh(native: Any) -> Any:
     def eigvalsh(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         """``torch.linalg.eigvalsh``; derivatives right at repeated eigenvalues or refused
         (``adswitch_torch.linalg``)."""
+        values = native(x, *args, **kwargs)
         if args or kwargs or not traced(x) or not x.dtype.is_floating_point:
-            return native(x, *args, **kwargs)
+            return values
+        if distinct(values):
+            return values  # torch's rule is right here
         return _Eigh.apply(x)[0]  # type: ignore[no-untyped-call]
 
     return eigvalsh

@@ -12,13 +12,25 @@ Imported only from ``adswitch_torch.linalg`` (it imports torch).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
-from ._linalg_support import refusal, refuse_if, stacked, tolerance, traced
+from ._linalg_support import (
+    any_true,
+    few,
+    readable,
+    refusal,
+    refuse_if,
+    stacked,
+    tolerance,
+    traced,
+)
 
 __all__ = ["qr", "slogdet"]
+
+_GAP_ULPS = 16  # roundoff, in n * eps * the largest magnitude (as _linalg_support)
 
 _SLOGDET = refusal(
     "slogdet",
@@ -89,6 +101,8 @@ def slogdet(native: Any) -> Any:
         sign, logabs = result = native(x, *args, **kwargs)
         if not traced(x) or not x.dtype.is_floating_point:
             return result
+        if _finite(logabs):
+            return result  # torch's rule is right here
         (logabs,) = _guarded(~torch.isfinite(logabs.detach()), _SLOGDET, logabs)
         return type(result)((sign, logabs))
 
@@ -99,6 +113,33 @@ def _dependent(r: Any) -> Any:
     """Per matrix: whether ``R`` has a diagonal entry within roundoff of 0."""
     size = torch.diagonal(r.detach(), dim1=-2, dim2=-1).abs()
     return (size <= tolerance(size)).any(-1)
+
+
+def _finite(logabs: Any) -> bool:
+    """Whether every ``log|det|`` is finite (read cheaply; ``False`` where unreadable)."""
+    values = few(logabs) if logabs.ndim == 0 else None
+    if values is not None:
+        return math.isfinite(values)
+    found = readable(logabs)
+    return found is not None and any_true(~found[1].isfinite(found[0])) is False
+
+
+def _independent(r: Any) -> bool:
+    """Whether no diagonal entry of ``R`` is within roundoff of 0 (read cheaply)."""
+    diagonal = torch.diagonal(r, dim1=-2, dim2=-1)
+    values = few(diagonal) if diagonal.ndim == 1 else None
+    if values is not None:
+        size = [abs(v) for v in values]
+        tol = max(size, default=0.0) * (_GAP_ULPS * max(len(size), 1) * torch.finfo(r.dtype).eps)
+        return all(v > tol for v in size)
+    found = readable(diagonal)
+    if found is None:
+        return False
+    d, xp = found
+    size = xp.abs(d)
+    scale = xp.max(size, axis=-1, keepdims=True)
+    tol = scale * (_GAP_ULPS * max(size.shape[-1], 1) * torch.finfo(r.dtype).eps)
+    return any_true(size <= tol) is False
 
 
 def qr(native: Any) -> Any:
@@ -117,7 +158,11 @@ def qr(native: Any) -> Any:
             message = _QR_R
         elif mode == "complete" and x.shape[-2] > x.shape[-1]:
             message = _QR_COMPLETE
-        bad = _dependent(r) if message is _QR else torch.ones_like(_dependent(r))
+        if message is _QR and _independent(r):
+            return result  # torch's rule is right here
+        bad = _dependent(r)
+        if message is not _QR:
+            bad = torch.ones_like(bad)
         if mode == "r":
             (r,) = _guarded(bad, message, r)
         else:

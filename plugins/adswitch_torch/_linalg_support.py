@@ -14,10 +14,13 @@ Imported only from ``adswitch_torch.linalg`` (it imports torch).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
 
+import array_api_compat.torch as compat_torch
+import numpy as np
 import torch
 
 from adswitch.errors import UnsupportedError
@@ -25,8 +28,9 @@ from adswitch.errors import UnsupportedError
 from ._modes import traced as _carries
 
 __all__ = [
-    "clusters", "gap_reciprocals", "guard_higher", "negligible", "refuse_if", "refusal",
-    "safe_reciprocal", "spread", "stacked", "sum_reciprocals", "tolerance", "traced",
+    "any_true", "clusters", "concretely", "distinct", "few", "gap_reciprocals", "guard_higher",
+    "negligible", "readable", "refuse_if", "refusal", "safe_reciprocal", "spread", "stacked",
+    "sum_reciprocals", "tolerance", "traced",
 ]  # fmt: skip
 
 # How close two computed eigenvalues (singular values) must be to count as equal, in units
@@ -39,6 +43,73 @@ def traced(x: Any) -> bool:
     """Whether ``x`` is being differentiated (requires grad, or carries a forward-mode
     tangent): only then do the functions here take their own rules, else torch's."""
     return isinstance(x, torch.Tensor) and _carries(torch, x)
+
+
+def concretely(flag: Any) -> bool | None:
+    """Whether the boolean tensor ``flag`` has a true entry, or ``None`` where its value
+    cannot be read here (a tensor batched by ``torch.func.vmap``)."""
+    try:
+        return bool(flag.any())
+    except RuntimeError:
+        return None
+
+
+def readable(x: Any) -> tuple[Any, Any] | None:
+    """``(array, namespace)`` for reading the values of ``x`` in a cheap check: numpy's
+    view of a CPU tensor (numpy is several times faster than torch on a few numbers), the
+    tensor itself and ``array_api_compat.torch`` on other devices; ``None`` where the
+    values cannot be read here (batched by ``torch.func.vmap``)."""
+    x = x.detach()
+    if x.device.type == "cpu" and x.dtype in _NUMPY_DTYPES:
+        try:
+            return x.numpy(), np
+        except RuntimeError:
+            return None
+    return x, compat_torch
+
+
+_NUMPY_DTYPES = (torch.float64, torch.float32)
+_FEW = 32  # values of one matrix up to this many are checked as Python floats
+
+
+def few(x: Any) -> Any:
+    """The values of a small tensor as Python floats (``tolist``: the cheapest way to
+    read a few numbers), or ``None`` where it is not small or cannot be read here
+    (batched by ``torch.func.vmap``)."""
+    if x.numel() > _FEW * 2:
+        return None
+    try:
+        return x.detach().tolist()
+    except RuntimeError:
+        return None
+
+
+def any_true(flag: Any) -> bool | None:
+    """Whether the boolean array ``flag`` (numpy or torch) has a true entry, ``None``
+    where a batched tensor's value cannot be read."""
+    if isinstance(flag, np.ndarray):
+        return bool(flag.any())
+    return concretely(flag)
+
+
+def distinct(values: Any) -> bool:
+    """Whether the sorted eigen- or singular values ``values`` are plainly distinct: no
+    two within :func:`tolerance` (and readable: see :func:`readable`). Where they are,
+    torch's own rules are right, and the wrappers return torch's results."""
+    n = values.shape[-1]
+    if n < 2:
+        return True
+    v = few(values) if values.ndim == 1 else None
+    if v is not None:  # one matrix's
+        tol = max(abs(x) for x in v) * (_GAP_ULPS * n * torch.finfo(values.dtype).eps)
+        return all(abs(b - a) > tol for a, b in itertools.pairwise(v))
+    found = readable(values)
+    if found is None:
+        return False
+    v, xp = found
+    scale = xp.max(xp.abs(v), axis=-1, keepdims=True)
+    tol = scale * (_GAP_ULPS * n * torch.finfo(values.dtype).eps)
+    return any_true(xp.abs(v[..., 1:] - v[..., :-1]) <= tol) is False
 
 
 def refusal(name: str, why: str, fix: str) -> str:

@@ -43,10 +43,13 @@ import torch
 from adswitch.errors import UnsupportedError
 
 from ._linalg_support import (
+    any_true,
     clusters,
+    distinct,
     gap_reciprocals,
     guard_higher,
     negligible,
+    readable,
     refusal,
     refuse_if,
     safe_reciprocal,
@@ -55,6 +58,8 @@ from ._linalg_support import (
     sum_reciprocals,
     traced,
 )
+
+_GAP_ULPS = 16  # roundoff, in k * eps * the largest singular value (as _linalg_support)
 
 __all__ = ["matrix_norm", "svd", "svdvals"]
 
@@ -268,6 +273,21 @@ def _differentiable(x: Any) -> bool:
     return traced(x) and x.dtype.is_floating_point
 
 
+def _regular(x: Any, s: Any) -> bool:
+    """Whether torch's own rule is right at ``x`` with singular values ``s``: they are
+    plainly distinct, and none is zero (for a non-square matrix)."""
+    if not distinct(s):
+        return False
+    if x.shape[-2] == x.shape[-1] or not s.shape[-1]:
+        return True
+    found = readable(s)
+    if found is None:
+        return False
+    v = found[0]
+    tol = v[..., :1] * (_GAP_ULPS * v.shape[-1] * torch.finfo(s.dtype).eps)
+    return any_true(v[..., -1:] <= tol) is False
+
+
 def svd(native: Any) -> Any:
     """``xp.linalg.svd`` from the namespace's own ``native`` (``torch.linalg.svd``)."""
 
@@ -277,9 +297,12 @@ def svd(native: Any) -> Any:
         full = kwargs.get("full_matrices", args[0] if args else True)
         if len(args) > 1 or set(kwargs) - {"full_matrices"} or not _differentiable(x):
             return native(x, *args, **kwargs)
-        complete = bool(full) and x.shape[-2] != x.shape[-1]
-        function = _CompleteSvd if complete else _Svd
-        return _RESULT(function.apply(x))  # type: ignore[no-untyped-call]
+        if bool(full) and x.shape[-2] != x.shape[-1]:  # (torch ignores the extra columns)
+            return _RESULT(_CompleteSvd.apply(x))  # type: ignore[no-untyped-call]
+        result = native(x, full_matrices=False)
+        if _regular(x, result.S):
+            return result  # torch's rule is right here
+        return _RESULT(_Svd.apply(x))  # type: ignore[no-untyped-call]
 
     return svd
 
@@ -290,8 +313,9 @@ def svdvals(native: Any) -> Any:
     def svdvals(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         """``torch.linalg.svdvals``; derivatives right at repeated and zero singular
         values or refused (``adswitch_torch.linalg``)."""
-        if args or kwargs or not _differentiable(x):
-            return native(x, *args, **kwargs)
+        values = native(x, *args, **kwargs)
+        if args or kwargs or not _differentiable(x) or _regular(x, values):
+            return values  # (torch's rule is right where _regular)
         return _Svd.apply(x)[1]  # type: ignore[no-untyped-call]
 
     return svdvals
@@ -302,7 +326,7 @@ _SPECTRAL: dict[Any, Any] = {2: torch.amax, -2: torch.amin, "nuc": torch.sum}
 
 def matrix_norm(native: Any) -> Any:
     """``xp.linalg.matrix_norm`` from the namespace's own ``native``: the orders 2, -2 and
-    ``'nuc'`` (functions of the singular values) through :func:`svdvals`' rule."""
+    ``'nuc'`` (functions of the singular values) through :func:`svdvals`."""
     values = svdvals(torch.linalg.svdvals)
 
     def matrix_norm(x: Any, /, *args: Any, **kwargs: Any) -> Any:
