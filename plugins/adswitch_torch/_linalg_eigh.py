@@ -81,6 +81,8 @@ def _rotation_dependent(close: Any, skew: Any, gw: Any) -> Any:
 def eigh_gradient(w: Any, v: Any, gw: Any, gv: Any) -> Any:
     """The gradient of ``eigh`` from the cotangents of its outputs (``None``: unused)."""
     close = clusters(w)
+    degenerate = close.any((-2, -1))
+    w, v = guard_higher(w, degenerate, _SECOND), guard_higher(v, degenerate, _SECOND)
     inner = None if gw is None else torch.diag_embed(gw)
     if gv is not None:
         b = v.mT @ gv
@@ -90,21 +92,17 @@ def eigh_gradient(w: Any, v: Any, gw: Any, gv: Any) -> Any:
         inner = term if inner is None else inner + term
     if inner is None:
         return None
-    grad = v @ inner @ v.mT
-    return guard_higher(grad, close.any((-2, -1)), _SECOND, w, v)
+    return v @ inner @ v.mT
 
 
 def eigh_tangent(w: Any, v: Any, dx: Any) -> tuple[Any, Any]:
     """The tangents ``(dw, dV)`` of ``eigh`` along ``dx``."""
     close = clusters(w)
+    degenerate = close.any((-2, -1))
+    w, v = guard_higher(w, degenerate, _SECOND), guard_higher(v, degenerate, _SECOND)
     k = v.mT @ _sym(dx) @ v
     dw = torch.diagonal(k, dim1=-2, dim2=-1)
-    dv = v @ (gap_reciprocals(w, close) * k)
-    degenerate = close.any((-2, -1))
-    return (
-        guard_higher(dw, degenerate, _SECOND, w, v, dx),
-        guard_higher(dv, degenerate, _SECOND, w, v, dx),
-    )
+    return dw, v @ (gap_reciprocals(w, close) * k)
 
 
 class _Eigh(torch.autograd.Function):

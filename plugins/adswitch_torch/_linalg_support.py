@@ -164,9 +164,12 @@ def refuse_if(bad: Any, message: str) -> None:
 
 class _HigherOrder(torch.autograd.Function):
     """The identity on ``value``, whose own derivative raises where ``degenerate``: it
-    wraps what a first-order rule returns at points where that rule is exact to first
-    order only (a dropped term of equal eigenvalues), so that a second derivative taken
-    through it is refused there instead of silently wrong."""
+    wraps the saved values a first-order rule computes with (eigenvalues, eigenvectors)
+    at points where that rule is exact to first order only (a dropped term of equal
+    eigenvalues), so that a second derivative through them is refused there instead of
+    silently wrong -- while the rule stays differentiable in its cotangent or tangent
+    (linear, exact: what a forward-mode Jacobian taken as the derivative of the pullback
+    needs)."""
 
     @staticmethod
     def forward(value: Any, degenerate: Any, message: str) -> Any:
@@ -195,13 +198,11 @@ class _HigherOrder(torch.autograd.Function):
         return stacked(_HigherOrder, info, in_dims, (value, degenerate, message))
 
 
-def guard_higher(value: Any, degenerate: Any, message: str, *context: Any) -> Any:
-    """``value`` (a derivative computed by a first-order rule), guarded by
-    :class:`_HigherOrder` when it may be differentiated again: grad mode is on and it, or
-    any tensor of ``context``, requires grad. ``degenerate``: per matrix of the stack."""
-    if value is None or not torch.is_grad_enabled():
-        return value
-    if value.requires_grad or any(c is not None and c.requires_grad for c in context):
+def guard_higher(value: Any, degenerate: Any, message: str) -> Any:
+    """``value`` (a saved value a first-order rule computes with), guarded by
+    :class:`_HigherOrder` when the rule's result may be differentiated again: grad mode
+    is on and ``value`` requires grad. ``degenerate``: per matrix of the stack."""
+    if torch.is_grad_enabled() and value.requires_grad:
         return _HigherOrder.apply(value, degenerate, message)  # type: ignore[no-untyped-call]
     return value
 

@@ -138,19 +138,29 @@ def _combined(su: Any, sv: Any, sign: float) -> Any:
     return su + sv * sign
 
 
+def _guarded(u: Any, s: Any, vh: Any, close: Any, zero: Any) -> tuple[Any, Any, Any]:
+    """The saved factors, guarded against a second derivative where the rules drop terms:
+    repeated singular values, or a zero one of a non-square matrix."""
+    degenerate = close.any((-2, -1))
+    if u.shape[-2] != vh.shape[-1]:
+        degenerate = degenerate | zero.any(-1)
+    return (
+        guard_higher(u, degenerate, _SECOND),
+        guard_higher(s, degenerate, _SECOND),
+        guard_higher(vh, degenerate, _SECOND),
+    )
+
+
 def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
     """The gradient of the reduced ``svd`` from its outputs' cotangents (``None``:
     unused)."""
     m, k, n = u.shape[-2], s.shape[-1], vh.shape[-1]
-    zero = negligible(s)
-    degenerate = clusters(s).any((-2, -1))
-    if m != n:
-        degenerate = degenerate | zero.any(-1)
+    close, zero = clusters(s), negligible(s)
+    u, s, vh = _guarded(u, s, vh, close, zero)
     if gu is None and gvh is None:
         if gs is None:
             return None
-        grad = (u * gs[..., None, :]) @ vh
-        return guard_higher(grad, degenerate, _SECOND, u, s, vh)
+        return (u * gs[..., None, :]) @ vh
     v = vh.mT
     gv = None if gvh is None else gvh.mT
     bu = None if gu is None else u.mT @ gu
@@ -162,7 +172,7 @@ def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
     parts = {"gs": gs, "su": su, "sv": sv, "ru": ru, "rv": rv}
     refuse_if(_rotation_dependent(s, parts, m == n), _VECTORS)
     shared, opposite = _combined(su, sv, 1.0), _combined(su, sv, -1.0)
-    inner = gap_reciprocals(s, clusters(s)) * shared + sum_reciprocals(s, zero) * opposite
+    inner = gap_reciprocals(s, close) * shared + sum_reciprocals(s, zero) * opposite
     inner = inner * 0.5
     if gs is not None:
         inner = inner + torch.diag_embed(gs)
@@ -172,13 +182,14 @@ def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
         grad = grad + (ru * recip[..., None, :]) @ vh
     if rv is not None:  # U inv(S) ((I - V V^T) gV)^T
         grad = grad + u @ (recip[..., :, None] * rv.mT)
-    return guard_higher(grad, degenerate, _SECOND, u, s, vh)
+    return grad
 
 
 def svd_tangent(u: Any, s: Any, vh: Any, dx: Any) -> tuple[Any, Any, Any]:
     """The tangents ``(dU, ds, dVh)`` of the reduced ``svd`` along ``dx``."""
     m, k, n = u.shape[-2], s.shape[-1], vh.shape[-1]
     close, zero = clusters(s), negligible(s)
+    u, s, vh = _guarded(u, s, vh, close, zero)
     v = vh.mT
     dp = u.mT @ dx @ v
     dpt = dp.mT
@@ -191,15 +202,7 @@ def svd_tangent(u: Any, s: Any, vh: Any, dx: Any) -> tuple[Any, Any, Any]:
         du = du + (dx @ v - u @ dp) * recip
     if n > k:
         dv = dv + (dx.mT @ u - v @ dpt) * recip
-    ds = torch.diagonal(dp, dim1=-2, dim2=-1)
-    degenerate = close.any((-2, -1))
-    if m != n:
-        degenerate = degenerate | zero.any(-1)
-    return (
-        guard_higher(du, degenerate, _SECOND, u, s, vh, dx),
-        guard_higher(ds, degenerate, _SECOND, u, s, vh, dx),
-        guard_higher(dv.mT, degenerate, _SECOND, u, s, vh, dx),
-    )
+    return du, torch.diagonal(dp, dim1=-2, dim2=-1), dv.mT
 
 
 class _Svd(torch.autograd.Function):
