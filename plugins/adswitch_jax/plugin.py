@@ -149,6 +149,7 @@ class JaxBackend(BackendBase):
     def __init__(self) -> None:
         self._loader = EngineLoader("jax", "adswitch_jax._engine", ("jax", "jaxlib"), _INSTALL_HINT)
         self._engine: ModuleType | None = None
+        self._namespace: ModuleType | None = None
 
     def version(self) -> str:
         return self._loader.version()
@@ -160,9 +161,13 @@ class JaxBackend(BackendBase):
         return engine
 
     def namespace(self, arrays: Sequence[Any]) -> Any:
-        import jax.numpy as jnp
+        """``jax.numpy``, with adswitch's ``linalg`` (``adswitch_jax.namespace``)."""
+        ns = self._namespace
+        if ns is None:
+            from adswitch_jax.namespace import jax_namespace
 
-        return jnp
+            ns = self._namespace = jax_namespace()
+        return ns
 
     def value_and_grad(
         self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
