@@ -21,6 +21,9 @@ from test_torch_linalg import fd_gradient, sym, xp_of
 
 pytest.importorskip("torch")
 
+import torch
+from adswitch_torch.namespace import float64_namespace
+
 import adswitch as ad
 from adswitch.errors import UnsupportedError
 
@@ -307,3 +310,47 @@ def test_qr_without_a_derivative_is_refused(mode: str, a: np.ndarray, match: str
 
     with pytest.raises(UnsupportedError, match=rf"linalg\.qr.*{match}"):
         ad.gradient(f, a.copy(), backend=B)
+
+
+# -- the cheap checks that hand regular points to torch ------------------------------------
+@pytest.mark.parametrize("reading", ["floats", "numpy", "torch"])
+def test_the_checks_decide_alike_however_they_read_the_values(
+    reading: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One small matrix's values are read as Python floats, larger ones with numpy (CPU)
+    or with torch's operations (other devices: forced here), to the same decisions."""
+    from adswitch_torch import _linalg_support
+
+    if reading != "floats":
+        monkeypatch.setattr(_linalg_support, "_FEW", 0)
+    if reading == "torch":
+        monkeypatch.setattr(_linalg_support, "_NUMPY_DTYPES", ())
+    (g,) = ad.gradient(det, SINGULAR.copy(), backend=B)
+    np.testing.assert_allclose(g, cofactors(SINGULAR), atol=1e-12)
+    (g,) = ad.gradient(projector, REPEATED.copy(), backend=B)
+    np.testing.assert_allclose(g, fd_gradient(projector, REPEATED), atol=1e-8)
+    (g,) = ad.gradient(polar, ROTATION.copy(), backend=B)
+    np.testing.assert_allclose(g, fd_gradient(polar, ROTATION), atol=1e-8)
+    with pytest.raises(UnsupportedError, match="slogdet"):
+        ad.gradient(lambda x: xp_of(x).linalg.slogdet(x)[1], SINGULAR.copy(), backend=B)
+    with pytest.raises(UnsupportedError, match="qr"):
+        ad.gradient(lambda x: xp_of(x).sum(xp_of(x).linalg.qr(x)[1]), SINGULAR.T.copy(), backend=B)
+    with pytest.raises(UnsupportedError, match="svd"):
+        ad.gradient(lambda x: weighted_svd(x, lambda s: s), TALL_RANK_TWO.copy(), backend=B)
+    la = float64_namespace().linalg
+    for name, regular, degenerate in (
+        ("det", REGULAR, SINGULAR),
+        ("eigvalsh", REGULAR + REGULAR.T, REPEATED),
+        ("svdvals", REGULAR, ROTATION),
+        ("slogdet", REGULAR, SINGULAR),
+        ("qr", REGULAR, SINGULAR.T),
+    ):
+        own = _grad_fn(getattr(torch.linalg, name)(torch.tensor(regular, requires_grad=True)))
+        assert _grad_fn(getattr(la, name)(torch.tensor(regular, requires_grad=True))) == own
+        assert _grad_fn(getattr(la, name)(torch.tensor(degenerate, requires_grad=True))) != own
+
+
+def _grad_fn(result: Any) -> str:
+    """The name of the backward node of ``result`` (its last part, for a tuple)."""
+    out = result[-1] if isinstance(result, tuple) else result
+    return str(out.grad_fn.name())

@@ -51,6 +51,16 @@ What it does:
       apart -- children differentiated, static (aux) data kept, the gradient rebuilt by
       jax's unflatten (what ``jax.grad`` returns; ``eqx.apply_updates`` accepts it).
 
+    * **Linear algebra right where jax's rules are not:** the namespace is ``jax.numpy``
+      with its own ``linalg`` (``adswitch_jax.namespace``): ``eigh``/``eigvalsh`` and
+      ``svd``/``svdvals``/the spectral ``matrix_norm`` have rules right at repeated
+      eigenvalues and singular values (jax's give NaN, or drop the polar factor's term),
+      and refuse their second derivatives there; ``slogdet`` at a singular matrix and
+      ``qr`` of dependent columns are an ``UnsupportedError`` (jax's: ``inf``/NaN,
+      ``1/eps``); ``vector_norm`` has the subgradient 0 at 0 (jax's: NaN). The refusals are
+      decided inside the compiled program and raised from the host (``_linalg_checks``).
+      ``jnp.linalg.*`` called directly keeps jax's rules: write ``xp.linalg.*``.
+
 Limitations:
     * **Mutation:** jax arrays are immutable. ``x[i] = v`` inside ``f`` (on an argument or
       on a fresh ``xp.zeros_like`` buffer) raises ``MutationError`` with the fix

@@ -1,7 +1,9 @@
 """``xp.linalg.det`` on torch with its derivatives right at singular matrices, where
 torch's own gradient is 0 when LU meets an exact zero pivot.
 
-The gradient of ``det`` is the cofactor matrix ``C`` (the adjugate's transpose), and its
+Taken where torch's ``det`` is exactly 0 (elsewhere torch's rule is right: the wrapper
+returns torch's own result). The gradient of ``det`` is the cofactor matrix ``C`` (the
+adjugate's transpose), and its
 derivative ``dC[t]``, the Hessian of ``det`` applied to ``t`` (a symmetric operator, so
 the gradient rule of ``C`` is its tangent rule):
 

@@ -5,7 +5,9 @@ The rules (``x V = V diag(w)``, ``K = V^T sym(dx) V``): ``dw = diag(K)``, ``dV =
 K)`` with ``F_ij = 1 / (w_j - w_i)``; the gradient is ``V (diag(g_w) + F o skew(V^T
 g_V)) V^T``, symmetric (torch's convention: the derivative of ``eigh(sym(x))``).
 
-Repeated eigenvalues (closer than ``16 n eps |w|_max``, :mod:`._linalg_support`):
+Taken only where two eigenvalues are closer than ``16 n eps |w|_max``
+(:mod:`._linalg_support`; elsewhere the wrappers return torch's own result and rule, the
+same formulas). There:
 
 * ``F`` is 0 between equal eigenvalues. That is exact for what has a derivative there:
   symmetric functions of the eigenvalues and functions of the eigenvectors through the

@@ -3,9 +3,9 @@
 (``slogdet`` at a singular matrix) or the numbers of size ``1/eps`` (``qr`` of dependent
 columns) torch's rules give there.
 
-Each wraps the outputs in an identity whose derivative (reverse or forward, any order)
-first checks the point; the check costs a few comparisons per matrix, and only when a
-derivative is taken.
+Where a cheap check of torch's result finds the point regular, the result is torch's
+own; otherwise the outputs are wrapped in an identity whose derivative (reverse or
+forward, any order) raises the error.
 
 Imported only from ``adswitch_torch.linalg`` (it imports torch).
 """

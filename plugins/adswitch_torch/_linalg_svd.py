@@ -9,7 +9,9 @@ s_i)``, ``Fp_ij = 1 / (s_j + s_i)``, the usual ``1 / (s_j^2 - s_i^2)`` split in 
 ``dV = V (Fm o sym(dP) - Fp o skew(dP)) + (I - V V^T) dx^T U inv(S)``; the gradient is the
 transpose (as the tape's ``rules/matrix_factorizations``).
 
-Degeneracy (singular values equal, or zero, to within ``16 k eps s_max``):
+Taken only where two singular values are equal, or (non-square) one is zero, to within
+``16 k eps s_max`` (elsewhere the wrappers return torch's own result and rule, the same
+formulas), and for ``full_matrices=True`` of a non-square matrix. There:
 
 * ``Fm`` is 0 between equal singular values: the rotation their ``U`` and ``V`` columns
   share, which a function through ``U_c V_c^T``, ``U_c U_c^T`` or ``V_c V_c^T`` does not
