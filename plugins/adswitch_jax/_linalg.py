@@ -4,11 +4,11 @@
 What changes (real floating arrays; every other function, and the options named in each
 function's doc, is jax's own):
 
-* ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``matrix_norm`` 2/-2/``'nuc'``
-  (``_linalg_spectral``): at repeated eigenvalues and singular values, the terms between
-  equal ones are dropped where that is exact (projectors, the polar factor ``U Vh``,
-  symmetric functions of the values) instead of jax's NaN or zeroed pair; their second
-  derivatives there are an ``UnsupportedError``; ``svd(full_matrices=True)`` of a
+* ``eigh``, ``eigvalsh`` (``_linalg_eigh``), ``svd``, ``svdvals``, ``matrix_norm``
+  2/-2/``'nuc'`` (``_linalg_svd``): at repeated eigenvalues and singular values, the terms
+  between equal ones are dropped where that is exact (projectors, the polar factor ``U
+  Vh``, symmetric functions of the values) instead of jax's NaN or zeroed pair; their
+  second derivatives there are an ``UnsupportedError``; ``svd(full_matrices=True)`` of a
   non-square matrix is one when differentiated (jax: ``NotImplementedError``).
 * ``slogdet`` at a singular matrix, ``qr`` of dependent columns (``_linalg_guards``): an
   ``UnsupportedError`` instead of ``inf``/NaN or ``1/eps``.
@@ -29,17 +29,17 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from adswitch_jax import _linalg_guards, _linalg_spectral
+from adswitch_jax import _linalg_eigh, _linalg_guards, _linalg_svd
 
 __all__ = ["linalg_namespace"]
 
 _RULES = {
-    "eigh": _linalg_spectral.eigh,
-    "eigvalsh": _linalg_spectral.eigvalsh,
+    "eigh": _linalg_eigh.eigh,
+    "eigvalsh": _linalg_eigh.eigvalsh,
     "qr": _linalg_guards.qr,
     "slogdet": _linalg_guards.slogdet,
-    "svd": _linalg_spectral.svd,
-    "svdvals": _linalg_spectral.svdvals,
+    "svd": _linalg_svd.svd,
+    "svdvals": _linalg_svd.svdvals,
     "vector_norm": _linalg_guards.vector_norm,
 }
 
@@ -56,15 +56,13 @@ def linalg_namespace(native: types.ModuleType) -> types.ModuleType:
     Example:
         >>> import jax.numpy as jnp
         >>> linalg_namespace(jnp.linalg).eigh.__module__
-        'adswitch_jax._linalg_spectral'
+        'adswitch_jax._linalg_eigh'
     """
     ns = types.ModuleType("jax.numpy.linalg", __doc__)
     ns.__dict__.update(
         (k, v) for k, v in vars(native).items() if not k.startswith("__") or k == "__all__"
     )
     overrides: dict[str, Any] = {name: wrap(getattr(native, name)) for name, wrap in _RULES.items()}
-    overrides["matrix_norm"] = _linalg_spectral.matrix_norm(
-        native.matrix_norm, overrides["vector_norm"]
-    )
+    overrides["matrix_norm"] = _linalg_svd.matrix_norm(native.matrix_norm, overrides["vector_norm"])
     ns.__dict__.update(overrides)
     return ns

@@ -18,10 +18,9 @@ from typing import Any
 import jax.numpy as jnp
 
 from adswitch_jax._linalg_checks import guard, refusal
+from adswitch_jax._linalg_spectra import real_floating, tolerance
 
 __all__ = ["qr", "slogdet", "vector_norm"]
-
-_GAP_ULPS = 16  # roundoff, in n * eps * the largest magnitude (as _linalg_spectral)
 
 _SLOGDET = refusal(
     "slogdet",
@@ -37,10 +36,6 @@ _QR = refusal(
 )
 
 
-def _real_floating(x: Any) -> bool:
-    return bool(jnp.issubdtype(jnp.result_type(x), jnp.floating))
-
-
 def slogdet(native: Any) -> Any:
     """``xp.linalg.slogdet`` from jax's own ``native``."""
 
@@ -48,7 +43,7 @@ def slogdet(native: Any) -> Any:
         """``jnp.linalg.slogdet``; the derivative of ``log|det|`` at a singular matrix is
         an ``UnsupportedError`` (``adswitch_jax._linalg_guards``)."""
         result = native(a, method=method)
-        if not _real_floating(a):
+        if not real_floating(a):
             return result
         sign, logabs = result
         return type(result)(sign, guard(logabs, ~jnp.isfinite(logabs), _SLOGDET))
@@ -57,11 +52,9 @@ def slogdet(native: Any) -> Any:
 
 
 def _dependent(r: Any) -> Any:
+    """Per matrix: whether ``R`` has a diagonal entry within roundoff of 0."""
     size = jnp.abs(jnp.diagonal(r, axis1=-2, axis2=-1))
-    scale = jnp.max(size, axis=-1, keepdims=True)
-    eps = jnp.finfo(size.dtype).eps  # type: ignore[no-untyped-call]
-    tol = scale * (_GAP_ULPS * max(size.shape[-1], 1) * eps)
-    return jnp.any(size <= tol, axis=-1)
+    return jnp.any(size <= tolerance(size), axis=-1)
 
 
 def qr(native: Any) -> Any:
@@ -71,7 +64,7 @@ def qr(native: Any) -> Any:
         """``jnp.linalg.qr``; the derivative at dependent columns is an
         ``UnsupportedError`` (``adswitch_jax._linalg_guards``)."""
         result = native(a, mode=mode)
-        if not _real_floating(a) or mode not in ("reduced", "complete", "r"):
+        if not real_floating(a) or mode not in ("reduced", "complete", "r"):
             return result
         if mode == "r":
             return guard(result, _dependent(result), _QR)
@@ -99,7 +92,7 @@ def vector_norm(native: Any) -> Any:
         """``jnp.linalg.vector_norm``; its derivative at 0 is 0 (a subgradient) instead of
         NaN (``adswitch_jax._linalg_guards``)."""
         smooth = isinstance(ord, (int, float)) and not isinstance(ord, bool)
-        if not smooth or not math.isfinite(ord) or ord <= 1 or not _real_floating(x):
+        if not smooth or not math.isfinite(ord) or ord <= 1 or not real_floating(x):
             return native(x, axis=axis, keepdims=keepdims, ord=ord)
         x = jnp.asarray(x)
         powers = x * x if ord == 2 else jnp.abs(x) ** ord
