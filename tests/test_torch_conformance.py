@@ -16,15 +16,11 @@ from adswitch_torch import TorchBackend
 # that require grad, so both modes raise UnsupportedError with the xp.asarray fix.
 ALWAYS_UNSUPPORTED = {"basics.numpy_constants"}
 
-# Wrong numbers torch itself gives (torch 2.13), found by the linalg family; kept strict,
-# so that a fix (in torch, or adswitch_torch refusing these points) removes them here.
-KNOWN_WRONG = {
-    "linalg.det_singular": "torch.linalg.det's gradient is 0 where LU meets an exact zero "
-    "pivot; the cofactor matrix is not 0",
-    "linalg.eigh_repeated_projector": "torch.linalg.eigh's backward divides by eigenvalue "
-    "gaps: at a repeated eigenvalue, roundoff over roundoff",
-    "linalg.svd_polar_repeated": "torch.linalg.svd's backward at repeated singular values: NaN",
-}
+# Wrong numbers torch gives (kept strict: every WRONG must be listed, every listed case
+# WRONG). Empty: the linalg family's degenerate points (det at a singular matrix, eigh at
+# a repeated eigenvalue, svd at repeated singular values), where torch's own rules are
+# silently wrong, take adswitch_torch.linalg's rules through xp.linalg.
+KNOWN_WRONG: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("copy_saved", [False, True], ids=["default", "copy_saved"])

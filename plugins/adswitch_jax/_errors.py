@@ -8,6 +8,7 @@ from __future__ import annotations
 import jax
 
 from adswitch.errors import MutationError, UnsupportedError
+from adswitch_jax._linalg_checks import refusal_in
 
 __all__ = ["TRACE_FAILURES", "translate"]
 
@@ -43,6 +44,9 @@ def translate(exc: BaseException) -> BaseException | None:
         'MutationError'
     """
     text = str(exc)
+    if isinstance(exc, jax.errors.JaxRuntimeError):
+        # raised on the host by a linalg rule's check, inside a compiled program
+        return refusal_in(exc)
     if isinstance(exc, TypeError) and _IMMUTABLE in text:
         return MutationError(
             "jax engine: f assigns into an array in place (x[idx] = v, or a write into a "

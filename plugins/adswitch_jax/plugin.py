@@ -51,6 +51,16 @@ What it does:
       apart -- children differentiated, static (aux) data kept, the gradient rebuilt by
       jax's unflatten (what ``jax.grad`` returns; ``eqx.apply_updates`` accepts it).
 
+    * **Linear algebra right where jax's rules are not:** the namespace is ``jax.numpy``
+      with its own ``linalg`` (``adswitch_jax.namespace``): ``eigh``/``eigvalsh`` and
+      ``svd``/``svdvals``/the spectral ``matrix_norm`` have rules right at repeated
+      eigenvalues and singular values (jax's give NaN, or drop the polar factor's term),
+      and refuse their second derivatives there; ``slogdet`` at a singular matrix and
+      ``qr`` of dependent columns are an ``UnsupportedError`` (jax's: ``inf``/NaN,
+      ``1/eps``); ``vector_norm`` has the subgradient 0 at 0 (jax's: NaN). The refusals are
+      decided inside the compiled program and raised from the host (``_linalg_checks``).
+      ``jnp.linalg.*`` called directly keeps jax's rules: write ``xp.linalg.*``.
+
 Limitations:
     * **Mutation:** jax arrays are immutable. ``x[i] = v`` inside ``f`` (on an argument or
       on a fresh ``xp.zeros_like`` buffer) raises ``MutationError`` with the fix
@@ -149,6 +159,7 @@ class JaxBackend(BackendBase):
     def __init__(self) -> None:
         self._loader = EngineLoader("jax", "adswitch_jax._engine", ("jax", "jaxlib"), _INSTALL_HINT)
         self._engine: ModuleType | None = None
+        self._namespace: ModuleType | None = None
 
     def version(self) -> str:
         return self._loader.version()
@@ -160,9 +171,13 @@ class JaxBackend(BackendBase):
         return engine
 
     def namespace(self, arrays: Sequence[Any]) -> Any:
-        import jax.numpy as jnp
+        """``jax.numpy``, with adswitch's ``linalg`` (``adswitch_jax.namespace``)."""
+        ns = self._namespace
+        if ns is None:
+            from adswitch_jax.namespace import jax_namespace
 
-        return jnp
+            ns = self._namespace = jax_namespace()
+        return ns
 
     def value_and_grad(
         self, fn: LossFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo

@@ -32,6 +32,11 @@ Inside adswitch calls the operators ``b ** e``, ``2.0 ** e``, ``b **= e`` and th
 ``b.pow(e)``/``b.pow_(e)`` take this same rule (``exact_pow``, wired in by ``_guard``).
 Limitation: the module functions ``torch.pow(b, e)`` and ``torch.float_power`` keep
 torch's rule (see the plugin doc): write ``xp.pow(b, e)`` or ``b ** e``.
+
+``xp.linalg`` takes its own rules for ``det``, ``eigh``, ``eigvalsh``, ``svd``,
+``svdvals``, the spectral ``matrix_norm`` orders, ``slogdet`` and ``qr``, where torch's
+derivatives are silently wrong at singular matrices and repeated eigenvalues or singular
+values (``adswitch_torch.linalg``); ``torch.linalg.*`` called directly keeps torch's.
 """
 
 from __future__ import annotations
@@ -166,8 +171,11 @@ def _build_exact_pow() -> Callable[[Any, Any], Any]:
 
 def _build() -> types.ModuleType:
     import array_api_compat.torch as compat
+    import array_api_compat.torch.linalg as compat_linalg
     import numpy as np
     import torch
+
+    from .linalg import linalg_namespace
 
     float_defaults = {torch.float32: torch.float64, torch.complex64: torch.complex128}
     native = (torch.Tensor, np.ndarray, np.generic)
@@ -229,6 +237,7 @@ def _build() -> types.ModuleType:
         "full": full,
         "arange": arange,
         "pow": pow,
+        "linalg": linalg_namespace(compat_linalg),
     }
     for name in ("zeros", "ones", "empty", "eye", "linspace"):
         overrides[name] = _float_default(name)

@@ -113,6 +113,16 @@ rule (``_guard``). Known limit: the module functions ``torch.pow(b, e)`` and
 ``torch.float_power(b, e)`` keep torch's rule -- replacing them would change a builtin
 that TorchScript and ``torch.compile`` resolve by identity, for every torch user, and a
 ``TorchFunctionMode`` would tax every operation. Write ``xp.pow(b, e)`` or ``b ** e``.
+
+Linear algebra: torch's own derivatives are silently wrong at some degenerate points --
+``det``'s gradient is 0 at a singular matrix where LU meets an exact zero pivot,
+``eigh``'s divides roundoff by roundoff at a repeated eigenvalue, ``svd``'s is NaN at
+repeated singular values (the polar factor of an orthogonal matrix), ``slogdet``'s and
+``qr``'s are ``inf``/NaN or of size ``1/eps`` at singular matrices. ``xp.linalg`` takes
+rules that are right there or raise an ``UnsupportedError`` with the fix
+(``adswitch_torch.linalg``). Known limit: ``torch.linalg.det(x)`` and the other
+``torch.linalg`` functions called directly keep torch's rules (for the reason above):
+write ``xp.linalg.det(x)``.
 """
 
 from __future__ import annotations

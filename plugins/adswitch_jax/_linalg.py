@@ -1,0 +1,68 @@
+"""``xp.linalg`` for jax arrays: ``jax.numpy.linalg`` with derivative rules that are right
+-- or an ``UnsupportedError`` that says the fix -- where jax's own are silently wrong.
+
+What changes (real floating arrays; every other function, and the options named in each
+function's doc, is jax's own):
+
+* ``eigh``, ``eigvalsh`` (``_linalg_eigh``), ``svd``, ``svdvals``, ``matrix_norm``
+  2/-2/``'nuc'`` (``_linalg_svd``): at repeated eigenvalues and singular values, the terms
+  between equal ones are dropped where that is exact (projectors, the polar factor ``U
+  Vh``, symmetric functions of the values) instead of jax's NaN or zeroed pair; their
+  second derivatives there are an ``UnsupportedError``; ``svd(full_matrices=True)`` of a
+  non-square matrix is one when differentiated (jax: ``NotImplementedError``).
+* ``slogdet`` at a singular matrix, ``qr`` of dependent columns (``_linalg_guards``): an
+  ``UnsupportedError`` instead of ``inf``/NaN or ``1/eps``.
+* ``vector_norm`` (``p > 1``) and ``matrix_norm('fro')`` at 0: the subgradient 0
+  instead of NaN.
+
+``det`` keeps jax's rule, which is right at singular matrices (first and second order).
+Every rule is jit- and vmap-compatible: refusals are decided in the compiled program
+(``_linalg_checks``) and raised on the host; the engine reports them as the
+``UnsupportedError`` they are (``_errors``). Functions called as ``jnp.linalg.*`` directly
+keep jax's rules: write ``xp.linalg.*`` (``xp = ad.array_namespace(x)``).
+
+Imported only once jax is in use (it imports jax).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from adswitch_jax import _linalg_eigh, _linalg_guards, _linalg_svd
+
+__all__ = ["linalg_namespace"]
+
+_RULES = {
+    "eigh": _linalg_eigh.eigh,
+    "eigvalsh": _linalg_eigh.eigvalsh,
+    "qr": _linalg_guards.qr,
+    "slogdet": _linalg_guards.slogdet,
+    "svd": _linalg_svd.svd,
+    "svdvals": _linalg_svd.svdvals,
+    "vector_norm": _linalg_guards.vector_norm,
+}
+
+
+def linalg_namespace(native: types.ModuleType) -> types.ModuleType:
+    """``native`` (``jax.numpy.linalg``) with the rules of the module doc.
+
+    Args:
+        native: the linalg namespace whose functions are wrapped.
+
+    Returns:
+        A module exposing every name of ``native``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> linalg_namespace(jnp.linalg).eigh.__module__
+        'adswitch_jax._linalg_eigh'
+    """
+    ns = types.ModuleType("jax.numpy.linalg", __doc__)
+    ns.__dict__.update(
+        (k, v) for k, v in vars(native).items() if not k.startswith("__") or k == "__all__"
+    )
+    overrides: dict[str, Any] = {name: wrap(getattr(native, name)) for name, wrap in _RULES.items()}
+    overrides["matrix_norm"] = _linalg_svd.matrix_norm(native.matrix_norm, overrides["vector_norm"])
+    ns.__dict__.update(overrides)
+    return ns

@@ -1,0 +1,56 @@
+"""What the jax ``linalg`` rules share: the tolerance that tells repeated eigenvalues and
+singular values from distinct ones, the masks made from it, and masked reciprocals.
+
+Imported only once jax is in use (it imports jax).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["mT", "masks", "real_floating", "reciprocal", "repeated", "tolerance"]
+
+# How close two computed eigenvalues (singular values) must be to count as equal, in units
+# of n * eps * the largest magnitude (as the tape's and the torch engine's rules).
+_GAP_ULPS = 16
+
+
+def mT(x: Any) -> Any:
+    """The transpose of each matrix of a stack."""
+    return jnp.swapaxes(x, -1, -2)
+
+
+def tolerance(values: Any) -> Any:
+    """``(..., 1)``: the magnitude below which differences of ``values`` are roundoff."""
+    n = values.shape[-1]
+    scale = jnp.max(jnp.abs(values), axis=-1, keepdims=True)
+    eps = jnp.finfo(values.dtype).eps  # type: ignore[no-untyped-call]
+    return scale * (_GAP_ULPS * max(n, 1) * eps)
+
+
+def masks(values: Any) -> tuple[Any, Any, Any]:
+    """``(close, zero, eye)``: pairs equal to within roundoff (the diagonal included),
+    values within roundoff of 0, the diagonal."""
+    values = jax.lax.stop_gradient(values)
+    tol = tolerance(values)
+    close = jnp.abs(values[..., None, :] - values[..., :, None]) <= tol[..., None]
+    eye = jnp.eye(values.shape[-1], dtype=bool)
+    return close, values <= tol, eye
+
+
+def reciprocal(x: Any, skip: Any) -> Any:
+    """``1 / x``, 0 where ``skip`` (never ``inf``, so no ``0 * inf`` in a derivative)."""
+    return jnp.where(skip, 0.0, 1.0 / jnp.where(skip, 1.0, x))
+
+
+def repeated(close: Any, eye: Any) -> Any:
+    """Per matrix: whether two different values are equal."""
+    return jnp.any(close & ~eye, axis=(-2, -1))
+
+
+def real_floating(x: Any) -> bool:
+    """Whether ``x`` is a real floating array (the rules' domain; others take jax's)."""
+    return bool(jnp.issubdtype(jnp.result_type(x), jnp.floating))

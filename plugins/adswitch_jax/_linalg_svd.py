@@ -1,0 +1,193 @@
+"""``xp.linalg.svd``, ``svdvals`` and the spectral ``matrix_norm`` orders on jax, with
+derivatives right (or refused) at repeated and zero singular values, where jax's own rule
+drops every term of a repeated pair (the polar factor ``U Vh`` of an orthogonal matrix).
+
+``jax.custom_jvp`` rules (reverse mode transposes them; higher orders differentiate them
+again), jit- and vmap-compatible: the degenerate cases are masks, never Python branches.
+
+* ``svd`` (``full_matrices=False``): ``dU = U (Fm o sym(dP) + Fp o skew(dP)) + (I - U
+  U^T) dx V inv(S)``, ``dV = V (Fm o sym(dP) - Fp o skew(dP)) + (I - V V^T) dx^T U
+  inv(S)``, ``dP = U^T dx V``, with ``Fm_ij = 1 / (s_j - s_i)`` 0 between equal singular
+  values (the rotation their ``U`` and ``V`` columns share) and ``Fp_ij = 1 / (s_j + s_i)``
+  kept (0 only between two zero ones), the ``inv(S)`` terms of zero singular values 0:
+  exact for the functions through ``U_c V_c^T``, ``U_c U_c^T``, ``V_c V_c^T``, first order.
+  ``full_matrices=True`` of a non-square matrix is an ``UnsupportedError`` when
+  differentiated (its extra columns have no derivative; jax raises
+  ``NotImplementedError``).
+* ``svdvals`` and ``matrix_norm`` (2, -2, ``'nuc'``): ``ds = diag(U^T dx V)``, a
+  subgradient where they repeat or vanish; ``matrix_norm('fro')`` through
+  ``vector_norm`` (its subgradient 0 at 0).
+* a second derivative at a repeated (or, non-square, zero) singular value is an
+  ``UnsupportedError`` (:func:`._linalg_checks.guard` on the rules' coefficients): the
+  dropped terms are exact to first order only. Known limit: as for ``eigh``
+  (``_linalg_eigh``), functions of the singular vectors the dropped terms are not exact
+  for cannot be refused (a custom_jvp rule sees no cotangents).
+
+Imported only once jax is in use (it imports jax).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from adswitch.errors import UnsupportedError
+from adswitch_jax._linalg_checks import guard, refusal
+from adswitch_jax._linalg_spectra import masks, mT, real_floating, reciprocal, repeated
+
+__all__ = ["SVDResult", "matrix_norm", "svd", "svdvals"]
+
+_SECOND_SVD = refusal(
+    "svd (or svdvals, matrix_norm)",
+    "a second derivative at a repeated or zero singular value is not computed: the "
+    "first-order rule drops the terms between equal singular values, exact to first "
+    "order only",
+    "take second derivatives away from the repeated or zero singular value, or "
+    "differentiate once there",
+)
+_COMPLETE = refusal(
+    "svd",
+    "with full_matrices=True, the columns of U (rows of Vh) beyond min(m, n) are any "
+    "basis of a complement of the matrix's range, and have no derivative",
+    "call xp.linalg.svd(x, full_matrices=False)",
+)
+
+
+class SVDResult(NamedTuple):
+    """``svd``'s result, as ``jnp.linalg.svd``'s."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+# -- svd -----------------------------------------------------------------------------------
+@jax.custom_jvp
+def _svd(a: Any) -> tuple[Any, Any, Any]:
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    return u, s, vh
+
+
+def _svd_degenerate(close: Any, zero: Any, eye: Any, square: bool) -> Any:
+    found = repeated(close, eye)
+    return found if square else found | jnp.any(zero, axis=-1)
+
+
+@_svd.defjvp
+def _svd_jvp(primals: Any, tangents: Any) -> Any:
+    (a,), (da,) = primals, tangents
+    u, s, vh = _svd(a)
+    m, k, n = u.shape[-2], s.shape[-1], vh.shape[-1]
+    close, zero, eye = masks(s)
+    degenerate = _svd_degenerate(close, zero, eye, m == n)
+
+    def guarded(x: Any) -> Any:
+        return guard(x, degenerate, _SECOND_SVD)
+
+    fm = guarded(reciprocal(s[..., None, :] - s[..., :, None], close))
+    both_zero = (zero[..., None, :] & zero[..., :, None]) | eye
+    fp = guarded(reciprocal(s[..., None, :] + s[..., :, None], both_zero))
+    recip = guarded(reciprocal(s, zero))[..., None, :]
+    left, right = guarded(u), guarded(mT(vh))
+    dp = mT(left) @ da @ right
+    dpt = mT(dp)
+    sym = fm * (dp + dpt) * 0.5
+    skew = fp * (dp - dpt) * 0.5
+    du = left @ (sym + skew)
+    dv = right @ (sym - skew)
+    if m > k:
+        du = du + (da @ right - left @ dp) * recip
+    if n > k:
+        dv = dv + (mT(da) @ left - right @ dpt) * recip
+    return (u, s, vh), (du, jnp.diagonal(dp, axis1=-2, axis2=-1), mT(dv))
+
+
+@jax.custom_jvp
+def _complete_svd(a: Any) -> tuple[Any, Any, Any]:
+    u, s, vh = jnp.linalg.svd(a, full_matrices=True)
+    return u, s, vh
+
+
+@_complete_svd.defjvp
+def _complete_svd_jvp(primals: Any, tangents: Any) -> Any:
+    raise UnsupportedError(_COMPLETE)
+
+
+@jax.custom_jvp
+def _svdvals(a: Any) -> Any:
+    return jnp.linalg.svd(a, compute_uv=False)
+
+
+@_svdvals.defjvp
+def _svdvals_jvp(primals: Any, tangents: Any) -> Any:
+    (a,), (da,) = primals, tangents
+    u, s, vh = _svd(a)
+    close, zero, eye = masks(s)
+    degenerate = _svd_degenerate(close, zero, eye, a.shape[-2] == a.shape[-1])
+    left = guard(u, degenerate, _SECOND_SVD)
+    right = guard(mT(vh), degenerate, _SECOND_SVD)
+    return s, jnp.sum(left * (da @ right), axis=-2)
+
+
+def svdvals(native: Any) -> Any:
+    """``xp.linalg.svdvals`` from jax's own ``native``."""
+
+    def svdvals(x: Any, /) -> Any:
+        """``jnp.linalg.svdvals``; derivatives right (a subgradient) at repeated and zero
+        singular values, second ones refused there (``adswitch_jax._linalg_svd``)."""
+        if not real_floating(x):
+            return native(x)
+        return _svdvals(jnp.asarray(x))
+
+    return svdvals
+
+
+def svd(native: Any) -> Any:
+    """``xp.linalg.svd`` from jax's own ``native``."""
+
+    def svd(
+        a: Any,
+        full_matrices: bool = True,
+        compute_uv: bool = True,
+        hermitian: bool = False,
+        subset_by_index: Any = None,
+    ) -> Any:
+        """``jnp.linalg.svd``; derivatives right at repeated and zero singular values, or
+        refused (``adswitch_jax._linalg_svd``). ``hermitian``, ``subset_by_index``:
+        jax's own rule."""
+        if hermitian or subset_by_index is not None or not real_floating(a):
+            return native(a, full_matrices, compute_uv, hermitian, subset_by_index)
+        a = jnp.asarray(a)
+        if not compute_uv:
+            return _svdvals(a)
+        if full_matrices and a.shape[-2] != a.shape[-1]:
+            return SVDResult(*_complete_svd(a))
+        return SVDResult(*_svd(a))
+
+    return svd
+
+
+_SPECTRAL: dict[Any, Any] = {2: jnp.max, -2: jnp.min, "nuc": jnp.sum}
+
+
+def matrix_norm(native: Any, vector_norm: Any) -> Any:
+    """``xp.linalg.matrix_norm`` from jax's own ``native``: ord 2, -2, ``'nuc'`` through
+    :func:`svdvals`' rule, ``'fro'`` through ``vector_norm`` (its derivative at 0)."""
+
+    def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+        """``jnp.linalg.matrix_norm``; ord 2, -2, 'nuc': derivatives right (subgradients)
+        at repeated and zero singular values, second ones refused there; 'fro': 0 at 0
+        (``adswitch_jax._linalg_svd``)."""
+        if not real_floating(x):
+            return native(x, keepdims=keepdims, ord=ord)
+        if isinstance(ord, str) and ord == "fro":
+            return vector_norm(x, axis=(-2, -1), keepdims=keepdims, ord=2)
+        reduce = _SPECTRAL.get(ord) if isinstance(ord, (int, str)) else None
+        if reduce is None:
+            return native(x, keepdims=keepdims, ord=ord)
+        out = reduce(_svdvals(jnp.asarray(x)), axis=-1)
+        return out[..., None, None] if keepdims else out
+
+    return matrix_norm

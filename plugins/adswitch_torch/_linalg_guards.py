@@ -1,0 +1,172 @@
+"""``xp.linalg.slogdet`` and ``qr`` on torch: torch's own values and rules, and an
+``UnsupportedError`` where their derivative does not exist -- instead of the ``inf``/NaN
+(``slogdet`` at a singular matrix) or the numbers of size ``1/eps`` (``qr`` of dependent
+columns) torch's rules give there.
+
+Where a cheap check of torch's result finds the point regular, the result is torch's
+own; otherwise the outputs are wrapped in an identity whose derivative (reverse or
+forward, any order) raises the error.
+
+Imported only from ``adswitch_torch.linalg`` (it imports torch).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ._linalg_support import (
+    any_true,
+    few,
+    readable,
+    refusal,
+    refuse_if,
+    stacked,
+    tolerance,
+    traced,
+)
+
+__all__ = ["qr", "slogdet"]
+
+_GAP_ULPS = 16  # roundoff, in n * eps * the largest magnitude (as _linalg_support)
+
+_SLOGDET = refusal(
+    "slogdet",
+    "the gradient of log|det(x)| is inv(x)^T, infinite at this singular matrix",
+    "keep the matrix regular (add a multiple of the identity), or use xp.linalg.det, "
+    "whose gradient exists at singular matrices",
+)
+_QR = refusal(
+    "qr",
+    "R has a zero on its diagonal (the matrix's columns, or the first min(m, n) of them, "
+    "are dependent), and the derivative of qr needs R regular",
+    "differentiate qr of a matrix of full rank",
+)
+_QR_COMPLETE = refusal(
+    "qr",
+    "with mode='complete', the columns of Q beyond n (m > n) are any basis of the "
+    "complement of the matrix's range, and have no derivative",
+    "call xp.linalg.qr(x, mode='reduced')",
+)
+_QR_R = refusal(
+    "qr",
+    "with mode='r', Q is not computed, and the derivative of R needs it",
+    "call xp.linalg.qr(x, mode='reduced') and use its R",
+)
+
+
+class _Guard(torch.autograd.Function):
+    """The identity on ``values``; its derivative raises ``UnsupportedError(message)``
+    where ``bad`` (per matrix) is true."""
+
+    @staticmethod
+    def forward(bad: Any, message: str, *values: Any) -> Any:
+        return tuple(v.clone() for v in values)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+        ctx.message = inputs[1]
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        (bad,) = ctx.saved_tensors
+        refuse_if(bad, ctx.message)
+        return (None, None, *grads)
+
+    @staticmethod
+    def jvp(ctx: Any, _: Any, __: Any, *tangents: Any) -> Any:
+        (bad,) = ctx.saved_tensors
+        refuse_if(bad, ctx.message)
+        return tangents
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Any, bad: Any, message: str, *values: Any) -> Any:
+        return stacked(_Guard, info, in_dims, (bad, message, *values))
+
+
+def _guarded(bad: Any, message: str, *values: Any) -> Any:
+    return _Guard.apply(bad, message, *values)  # type: ignore[no-untyped-call]
+
+
+def slogdet(native: Any) -> Any:
+    """``xp.linalg.slogdet`` from the namespace's own ``native`` (``torch.linalg.slogdet``)."""
+
+    def slogdet(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``torch.linalg.slogdet``; the derivative of ``log|det|`` at a singular matrix
+        is an ``UnsupportedError`` (``adswitch_torch.linalg``)."""
+        sign, logabs = result = native(x, *args, **kwargs)
+        if not traced(x) or not x.dtype.is_floating_point:
+            return result
+        if _finite(logabs):
+            return result  # torch's rule is right here
+        (logabs,) = _guarded(~torch.isfinite(logabs.detach()), _SLOGDET, logabs)
+        return type(result)((sign, logabs))
+
+    return slogdet
+
+
+def _dependent(r: Any) -> Any:
+    """Per matrix: whether ``R`` has a diagonal entry within roundoff of 0."""
+    size = torch.diagonal(r.detach(), dim1=-2, dim2=-1).abs()
+    return (size <= tolerance(size)).any(-1)
+
+
+def _finite(logabs: Any) -> bool:
+    """Whether every ``log|det|`` is finite (read cheaply; ``False`` where unreadable)."""
+    values = few(logabs) if logabs.ndim == 0 else None
+    if values is not None:
+        return math.isfinite(values)
+    found = readable(logabs)
+    return found is not None and any_true(~found[1].isfinite(found[0])) is False
+
+
+def _independent(r: Any) -> bool:
+    """Whether no diagonal entry of ``R`` is within roundoff of 0 (read cheaply)."""
+    diagonal = torch.diagonal(r, dim1=-2, dim2=-1)
+    values = few(diagonal) if diagonal.ndim == 1 else None
+    if values is not None:
+        size = [abs(v) for v in values]
+        tol = max(size, default=0.0) * (_GAP_ULPS * max(len(size), 1) * torch.finfo(r.dtype).eps)
+        return all(v > tol for v in size)
+    found = readable(diagonal)
+    if found is None:
+        return False
+    d, xp = found
+    size = xp.abs(d)
+    scale = xp.max(size, axis=-1, keepdims=True)
+    tol = scale * (_GAP_ULPS * max(size.shape[-1], 1) * torch.finfo(r.dtype).eps)
+    return any_true(size <= tol) is False
+
+
+def qr(native: Any) -> Any:
+    """``xp.linalg.qr`` from the namespace's own ``native`` (``torch.linalg.qr``)."""
+
+    def qr(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``torch.linalg.qr``; the derivative at dependent columns (and of the factors
+        that have none) is an ``UnsupportedError`` (``adswitch_torch.linalg``)."""
+        result = native(x, *args, **kwargs)
+        if not traced(x) or not x.dtype.is_floating_point:
+            return result
+        q, r = result
+        mode = kwargs.get("mode", args[0] if args else "reduced")
+        message = _QR
+        if mode == "r":
+            message = _QR_R
+        elif mode == "complete" and x.shape[-2] > x.shape[-1]:
+            message = _QR_COMPLETE
+        if message is _QR and _independent(r):
+            return result  # torch's rule is right here
+        bad = _dependent(r)
+        if message is not _QR:
+            bad = torch.ones_like(bad)
+        if mode == "r":
+            (r,) = _guarded(bad, message, r)
+        else:
+            q, r = _guarded(bad, message, q, r)
+        return type(result)((q, r))
+
+    return qr

@@ -1,0 +1,213 @@
+"""``xp.linalg.svd``, ``svdvals`` and the spectral ``matrix_norm`` orders on torch, with
+derivatives that are right (or refused) at repeated and zero singular values, where
+torch's own rule divides by ``s_j^2 - s_i^2`` (NaN for the polar factor of an orthogonal
+matrix).
+
+The rules (reduced SVD ``x = U diag(s) V^T``, ``dP = U^T dx V``; ``Fm_ij = 1 / (s_j -
+s_i)``, ``Fp_ij = 1 / (s_j + s_i)``, the usual ``1 / (s_j^2 - s_i^2)`` split in two):
+``ds = diag(dP)``, ``dU = U (Fm o sym(dP) + Fp o skew(dP)) + (I - U U^T) dx V inv(S)``,
+``dV = V (Fm o sym(dP) - Fp o skew(dP)) + (I - V V^T) dx^T U inv(S)``; the gradient is the
+transpose (as the tape's ``rules/matrix_factorizations``).
+
+Taken only where two singular values are equal, or (non-square) one is zero, to within
+``16 k eps s_max`` (elsewhere the wrappers return torch's own result and rule, the same
+formulas), and for ``full_matrices=True`` of a non-square matrix. There:
+
+* ``Fm`` is 0 between equal singular values: the rotation their ``U`` and ``V`` columns
+  share, which a function through ``U_c V_c^T``, ``U_c U_c^T`` or ``V_c V_c^T`` does not
+  see; ``Fp``, finite there, is kept (so the polar factor ``U V^T`` of an orthogonal matrix
+  has its derivative). ``Fp`` is 0 between two zero singular values, and so are the
+  ``(I - U U^T)``/``(I - V V^T)`` terms of a zero singular value (non-square matrices).
+  Exact for the functions that have a derivative there, first order, reverse and forward.
+* reverse mode refuses (``UnsupportedError``) a cotangent that shows ``f`` is not one of
+  them, when the singular vectors are used: one that changes under the shared rotation
+  (``skew(U^T g_U) + skew(V^T g_V)`` between equal singular values) or, at two zero
+  singular values, under either rotation; that differs between equal singular values
+  (``U h(s) V^T``); that is nonzero on a zero singular value of a non-square matrix (its
+  ``(I - U U^T)`` term would be ``0 / 0``), or on the direction of a null space its
+  vector is any unit vector of. Forward mode cannot see how its tangents are used: it
+  keeps the convention. Functions of the singular values alone (``svdvals``, the
+  spectral norms) get ``U diag(g_s) V^T``: a subgradient where they repeat or vanish.
+* a second derivative there is refused: the dropped terms are exact to first order only.
+* ``full_matrices=True`` of a non-square matrix: the extra columns of ``U`` (rows of
+  ``Vh``) are any basis of a complement; a cotangent on them is refused, and so is forward
+  mode (fix: ``full_matrices=False``).
+
+Imported only from ``adswitch_torch.linalg`` (it imports torch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from adswitch.errors import UnsupportedError
+
+from ._linalg_support import (
+    any_true,
+    distinct,
+    readable,
+    refusal,
+    refuse_if,
+    spread,
+    stacked,
+    traced,
+)
+from ._linalg_svd_rules import svd_gradient, svd_tangent
+
+_GAP_ULPS = 16  # roundoff, in k * eps * the largest singular value (as _linalg_support)
+
+__all__ = ["matrix_norm", "svd", "svdvals"]
+
+_COMPLETE = refusal(
+    "svd",
+    "with full_matrices=True, the columns of U (rows of Vh) beyond min(m, n) are any "
+    "basis of a complement of the matrix's range, and have no derivative",
+    "call xp.linalg.svd(x, full_matrices=False)",
+)
+
+
+class _Svd(torch.autograd.Function):
+    """``torch.linalg.svd(x, full_matrices=False)`` with the rules of the module doc."""
+
+    @staticmethod
+    def forward(x: Any) -> Any:
+        u, s, vh = torch.linalg.svd(x, full_matrices=False)
+        return u, s, vh
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(*output)
+        ctx.save_for_forward(*output)
+
+    @staticmethod
+    def backward(ctx: Any, gu: Any, gs: Any, gvh: Any) -> Any:
+        u, s, vh = ctx.saved_tensors
+        return svd_gradient(u, s, vh, gu, gs, gvh)
+
+    @staticmethod
+    def jvp(ctx: Any, dx: Any) -> Any:
+        u, s, vh = ctx.saved_tensors
+        return svd_tangent(u, s, vh, dx)
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Any, x: Any) -> Any:
+        return stacked(_Svd, info, in_dims, (x,))
+
+
+class _CompleteSvd(torch.autograd.Function):
+    """``torch.linalg.svd(x, full_matrices=True)`` of non-square matrices: the reduced
+    rule, and a refusal for a cotangent on the extra columns (and for forward mode)."""
+
+    @staticmethod
+    def forward(x: Any) -> Any:
+        u, s, vh = torch.linalg.svd(x, full_matrices=True)
+        return u, s, vh
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(*output)
+
+    @staticmethod
+    def backward(ctx: Any, gu: Any, gs: Any, gvh: Any) -> Any:
+        u, s, vh = ctx.saved_tensors
+        k = s.shape[-1]
+        if gu is not None:
+            refuse_if(spread(gu[..., :, k:], 0.0).flatten(-2).any(-1), _COMPLETE)
+            gu = gu[..., :, :k]
+        if gvh is not None:
+            refuse_if(spread(gvh[..., k:, :], 0.0).flatten(-2).any(-1), _COMPLETE)
+            gvh = gvh[..., :k, :]
+        return svd_gradient(u[..., :, :k], s, vh[..., :k, :], gu, gs, gvh)
+
+    @staticmethod
+    def jvp(ctx: Any, dx: Any) -> Any:
+        raise UnsupportedError(_COMPLETE)
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Any, x: Any) -> Any:
+        return stacked(_CompleteSvd, info, in_dims, (x,))
+
+
+_RESULT = getattr(torch.return_types, "linalg_svd")  # noqa: B009  (not in torch's stubs)
+
+
+def _differentiable(x: Any) -> bool:
+    return traced(x) and x.dtype.is_floating_point
+
+
+def _regular(x: Any, s: Any) -> bool:
+    """Whether torch's own rule is right at ``x`` with singular values ``s``: they are
+    plainly distinct, and none is zero (for a non-square matrix)."""
+    if not distinct(s):
+        return False
+    if x.shape[-2] == x.shape[-1] or not s.shape[-1]:
+        return True
+    found = readable(s)
+    if found is None:
+        return False
+    v = found[0]
+    tol = v[..., :1] * (_GAP_ULPS * v.shape[-1] * torch.finfo(s.dtype).eps)
+    return any_true(v[..., -1:] <= tol) is False
+
+
+def svd(native: Any) -> Any:
+    """``xp.linalg.svd`` from the namespace's own ``native`` (``torch.linalg.svd``)."""
+
+    def svd(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``torch.linalg.svd``; derivatives right at repeated and zero singular values
+        or refused (``adswitch_torch.linalg``)."""
+        full = kwargs.get("full_matrices", args[0] if args else True)
+        if len(args) > 1 or set(kwargs) - {"full_matrices"} or not _differentiable(x):
+            return native(x, *args, **kwargs)
+        if bool(full) and x.shape[-2] != x.shape[-1]:  # (torch ignores the extra columns)
+            return _RESULT(_CompleteSvd.apply(x))  # type: ignore[no-untyped-call]
+        result = native(x, full_matrices=False)
+        if _regular(x, result.S):
+            return result  # torch's rule is right here
+        return _RESULT(_Svd.apply(x))  # type: ignore[no-untyped-call]
+
+    return svd
+
+
+def svdvals(native: Any) -> Any:
+    """``xp.linalg.svdvals`` from the namespace's own ``native``."""
+
+    def svdvals(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``torch.linalg.svdvals``; derivatives right at repeated and zero singular
+        values or refused (``adswitch_torch.linalg``)."""
+        values = native(x, *args, **kwargs)
+        if args or kwargs or not _differentiable(x) or _regular(x, values):
+            return values  # (torch's rule is right where _regular)
+        return _Svd.apply(x)[1]  # type: ignore[no-untyped-call]
+
+    return svdvals
+
+
+_SPECTRAL: dict[Any, Any] = {2: torch.amax, -2: torch.amin, "nuc": torch.sum}
+
+
+def matrix_norm(native: Any) -> Any:
+    """``xp.linalg.matrix_norm`` from the namespace's own ``native``: the orders 2, -2 and
+    ``'nuc'`` (functions of the singular values) through :func:`svdvals`."""
+    values = svdvals(torch.linalg.svdvals)
+
+    def matrix_norm(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``torch.linalg.matrix_norm`` (``keepdims`` also spelled as the Array API
+        does); ord 2, -2, 'nuc': derivatives right or refused at repeated and zero
+        singular values (``adswitch_torch.linalg``)."""
+        order = kwargs.get("ord", args[0] if args else "fro")
+        keep = bool(kwargs.get("keepdims", kwargs.get("keepdim", False)))
+        reduce = _SPECTRAL.get(order) if isinstance(order, (int, str)) else None
+        plain = set(kwargs) <= {"ord", "keepdims", "keepdim"} and len(args) <= 1
+        if reduce is None or not plain or not _differentiable(x):
+            if "keepdims" in kwargs:
+                kwargs["keepdim"] = kwargs.pop("keepdims")
+            return native(x, *args, **kwargs)
+        out = reduce(values(x), -1)
+        return out[..., None, None] if keep else out
+
+    return matrix_norm

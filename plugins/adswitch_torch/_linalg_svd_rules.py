@@ -1,0 +1,164 @@
+"""The gradient and tangent rules of the reduced SVD on torch, at the degenerate points
+``_linalg_svd`` hands them (the formulas and conventions: its module doc), and the
+cotangent checks that refuse the functions those conventions are not exact for.
+
+Written in differentiable torch operations on the saved factors, which are guarded
+against a second derivative where terms are dropped (:func:`._linalg_support.guard_higher`).
+
+Imported only from ``adswitch_torch.linalg`` (it imports torch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._linalg_support import (
+    clusters,
+    gap_reciprocals,
+    guard_higher,
+    negligible,
+    refusal,
+    refuse_if,
+    safe_reciprocal,
+    spread,
+    sum_reciprocals,
+)
+
+__all__ = ["svd_gradient", "svd_tangent"]
+
+_VECTORS = refusal(
+    "svd",
+    "the matrix has a repeated (or zero) singular value, and f depends on its singular "
+    "vectors other than through U_c V_c^T, U_c U_c^T or V_c V_c^T, or on the repeated "
+    "singular values other than symmetrically -- the singular vectors are not unique "
+    "there, and no derivative follows",
+    "use the singular vectors of a repeated singular value only through those products "
+    "(the polar factor U @ Vh) and the singular values only symmetrically, from one "
+    "call of svd (each call is checked on its own); use xp.linalg.svdvals for functions "
+    "of the singular values, or move away from the repeated or zero singular value",
+)
+_SECOND = refusal(
+    "svd (or svdvals, matrix_norm)",
+    "a second derivative at a repeated or zero singular value is not computed: the "
+    "first-order rule drops the terms between equal singular values, exact to first "
+    "order only",
+    "take second derivatives away from the repeated or zero singular value, or "
+    "differentiate once there",
+)
+
+
+def _projected_out(vectors: Any, grads: Any, inner: Any) -> Any:
+    """``(I - X X^T) G`` for ``X`` the ``vectors``, ``G`` their cotangent, ``X^T G``."""
+    return grads - vectors @ inner
+
+
+def _largest(part: Any, axes: int) -> Any:
+    """The largest magnitude of ``part`` per matrix (over its last ``axes`` axes)."""
+    return part.detach().abs().flatten(-axes).amax(-1)
+
+
+def _rotation_dependent(s: Any, parts: dict[str, Any], square: bool) -> Any:
+    """Per matrix: whether the cotangent is not that of a function the dropped terms are
+    exact for (module doc). ``parts``: ``gs``, ``su``/``sv`` (``skew(U^T g_U)``,
+    ``skew(V^T g_V)``), ``ru``/``rv`` (``(I - U U^T) g_U``, ``(I - V V^T) g_V``)."""
+    close, zero = clusters(s), negligible(s)
+    gs, su, sv = parts["gs"], parts["su"], parts["sv"]
+    scale = torch.stack(
+        [_largest(p, 1 if name == "gs" else 2) for name, p in parts.items() if p is not None]
+    ).amax(0)
+    pairs = scale[..., None, None]
+    bad = close & spread(_combined(su, sv, 1.0), pairs)
+    both_zero = close & zero[..., None, :] & zero[..., :, None]
+    for one in (su, sv):
+        if one is not None:  # two zero singular values: U_c, V_c rotate independently
+            bad = bad | (both_zero & spread(one, pairs))
+    if gs is not None:
+        bad = bad | (close & spread(gs[..., None, :] - gs[..., :, None], pairs))
+    found = bad.any((-2, -1))
+    if square:
+        return found
+    lone = torch.zeros_like(zero)  # a zero singular value of a non-square matrix
+    if gs is not None:
+        lone = lone | spread(gs, scale[..., None])
+    for rest in (parts["ru"], parts["rv"]):
+        if rest is not None:
+            lone = lone | spread(rest, pairs).any(-2)
+    return found | (zero & lone).any(-1)
+
+
+def _combined(su: Any, sv: Any, sign: float) -> Any:
+    """``su + sign * sv``, either of them possibly ``None`` (an unused output: 0)."""
+    if sv is None:
+        return su
+    if su is None:
+        return sv * sign
+    return su + sv * sign
+
+
+def _guarded(u: Any, s: Any, vh: Any, close: Any, zero: Any) -> tuple[Any, Any, Any]:
+    """The saved factors, guarded against a second derivative where the rules drop terms:
+    repeated singular values, or a zero one of a non-square matrix."""
+    degenerate = close.any((-2, -1))
+    if u.shape[-2] != vh.shape[-1]:
+        degenerate = degenerate | zero.any(-1)
+    return (
+        guard_higher(u, degenerate, _SECOND),
+        guard_higher(s, degenerate, _SECOND),
+        guard_higher(vh, degenerate, _SECOND),
+    )
+
+
+def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
+    """The gradient of the reduced ``svd`` from its outputs' cotangents (``None``:
+    unused)."""
+    m, k, n = u.shape[-2], s.shape[-1], vh.shape[-1]
+    close, zero = clusters(s), negligible(s)
+    u, s, vh = _guarded(u, s, vh, close, zero)
+    if gu is None and gvh is None:
+        if gs is None:
+            return None
+        return (u * gs[..., None, :]) @ vh
+    v = vh.mT
+    gv = None if gvh is None else gvh.mT
+    bu = None if gu is None else u.mT @ gu
+    bv = None if gv is None else v.mT @ gv
+    su = None if bu is None else bu - bu.mT
+    sv = None if bv is None else bv - bv.mT
+    ru = _projected_out(u, gu, bu) if gu is not None and m > k else None
+    rv = _projected_out(v, gv, bv) if gv is not None and n > k else None
+    parts = {"gs": gs, "su": su, "sv": sv, "ru": ru, "rv": rv}
+    refuse_if(_rotation_dependent(s, parts, m == n), _VECTORS)
+    shared, opposite = _combined(su, sv, 1.0), _combined(su, sv, -1.0)
+    inner = gap_reciprocals(s, close) * shared + sum_reciprocals(s, zero) * opposite
+    inner = inner * 0.5
+    if gs is not None:
+        inner = inner + torch.diag_embed(gs)
+    grad = u @ inner @ vh
+    recip = safe_reciprocal(s, zero)
+    if ru is not None:  # (I - U U^T) gU inv(S) V^T
+        grad = grad + (ru * recip[..., None, :]) @ vh
+    if rv is not None:  # U inv(S) ((I - V V^T) gV)^T
+        grad = grad + u @ (recip[..., :, None] * rv.mT)
+    return grad
+
+
+def svd_tangent(u: Any, s: Any, vh: Any, dx: Any) -> tuple[Any, Any, Any]:
+    """The tangents ``(dU, ds, dVh)`` of the reduced ``svd`` along ``dx``."""
+    m, k, n = u.shape[-2], s.shape[-1], vh.shape[-1]
+    close, zero = clusters(s), negligible(s)
+    u, s, vh = _guarded(u, s, vh, close, zero)
+    v = vh.mT
+    dp = u.mT @ dx @ v
+    dpt = dp.mT
+    sym = gap_reciprocals(s, close) * (dp + dpt) * 0.5
+    skew = sum_reciprocals(s, zero) * (dp - dpt) * 0.5
+    du = u @ (sym + skew)
+    dv = v @ (sym - skew)
+    recip = safe_reciprocal(s, zero)[..., None, :]
+    if m > k:
+        du = du + (dx @ v - u @ dp) * recip
+    if n > k:
+        dv = dv + (dx.mT @ u - v @ dpt) * recip
+    return du, torch.diagonal(dp, dim1=-2, dim2=-1), dv.mT

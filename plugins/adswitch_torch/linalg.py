@@ -1,0 +1,90 @@
+"""``xp.linalg`` for torch tensors: ``array_api_compat.torch.linalg`` with derivative rules
+that are right -- or an ``UnsupportedError`` that says the fix -- where torch's own are
+silently wrong, at singular matrices and repeated eigenvalues and singular values.
+
+What changes (only while a floating tensor is being differentiated; otherwise, and for
+every other function and argument, the call is torch's own):
+
+* ``det`` (``_linalg_det``): the gradient is the cofactor matrix at every rank (torch's
+  is 0 where LU meets an exact zero pivot), from the SVD where LU's pivots say the
+  matrix is ill-conditioned; second derivatives exact there too, third ones refused.
+* ``eigh``, ``eigvalsh`` (``_linalg_eigh``): the eigenvector terms between equal
+  eigenvalues are dropped (torch divides roundoff by roundoff there): exact for
+  symmetric functions of the eigenvalues and for projectors onto a repeated eigenvalue's
+  eigenspace; reverse mode refuses the cotangents of other functions of the eigenvectors;
+  second derivatives at a repeated eigenvalue are refused.
+* ``svd``, ``svdvals``, ``matrix_norm`` with ``ord`` 2, -2, ``'nuc'`` (``_linalg_svd``):
+  only the rotation the ``U`` and ``V`` columns of equal singular values share is dropped
+  (torch gives NaN), so the polar factor ``U Vh`` of an orthogonal matrix has its
+  derivative; the terms of zero singular values are dropped too; reverse mode refuses the
+  cotangents those terms would matter for, and a cotangent on the extra columns of
+  ``full_matrices=True``; second derivatives at repeated or zero singular values are
+  refused.
+* ``slogdet`` at a singular matrix, ``qr`` of dependent columns (``_linalg_guards``): an
+  ``UnsupportedError`` instead of torch's ``inf``/NaN or ``1/eps``; ``qr`` with
+  ``mode='r'`` or (tall) ``mode='complete'``: an ``UnsupportedError`` with the fix instead
+  of torch's ``RuntimeError``.
+
+Each wrapper first runs torch's own function; where a cheap check of its result says
+the point is regular -- eigen- or singular values apart by more than roundoff (and none
+zero, non-square), ``det != 0``, ``log|det|`` finite, no zero on ``R``'s diagonal -- that
+result, with torch's rule, is returned (overhead measured at 1-10%: Python floats for
+one small matrix, numpy for CPU stacks, torch on other devices). Only the degenerate
+points (and values that cannot be read, inside ``torch.func.vmap``) take the rules here:
+each an ``autograd.Function`` with a forward-mode (``jvp``) and a ``vmap`` rule, its
+derivatives written in differentiable operations, so nested gradients, Hessians and
+batched Jacobians go through them.
+
+Known limits: forward mode cannot see how its tangents are used, so at a repeated
+eigenvalue or singular value it keeps the convention above without reverse mode's
+refusals (a function such as ``V diag(h(w)) V^T`` gets the convention's number there);
+forward-over-forward through a torch ``autograd.Function`` (``torch.func.jacfwd(jacfwd(
+f))``) gives 0 at the degenerate points (torch's limitation; adswitch never nests forward
+mode on torch, it takes the derivative of the pullback); ``eigh``'s gradient is
+symmetric (torch's convention: the derivative of ``eigh((x + x^T) / 2)``), although torch
+reads only the lower triangle. Functions called as ``torch.linalg.*`` directly keep
+torch's own rules: write ``xp.linalg.*`` (``xp = ad.array_namespace(x)``).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from . import _linalg_det, _linalg_eigh, _linalg_guards, _linalg_svd
+
+__all__ = ["linalg_namespace"]
+
+_RULES = {
+    "det": _linalg_det.det,
+    "eigh": _linalg_eigh.eigh,
+    "eigvalsh": _linalg_eigh.eigvalsh,
+    "matrix_norm": _linalg_svd.matrix_norm,
+    "qr": _linalg_guards.qr,
+    "slogdet": _linalg_guards.slogdet,
+    "svd": _linalg_svd.svd,
+    "svdvals": _linalg_svd.svdvals,
+}
+
+
+def linalg_namespace(native: types.ModuleType) -> types.ModuleType:
+    """``native`` (``array_api_compat.torch.linalg``) with the rules of the module doc.
+
+    Args:
+        native: the linalg namespace whose functions are wrapped.
+
+    Returns:
+        A module exposing every name of ``native``.
+
+    Example:
+        >>> import array_api_compat.torch.linalg as compat
+        >>> linalg_namespace(compat).det.__module__
+        'adswitch_torch._linalg_det'
+    """
+    ns = types.ModuleType("adswitch_torch.xp.linalg", __doc__)
+    ns.__dict__.update(
+        (k, v) for k, v in vars(native).items() if not k.startswith("__") or k == "__all__"
+    )
+    overrides: dict[str, Any] = {name: wrap(getattr(native, name)) for name, wrap in _RULES.items()}
+    ns.__dict__.update(overrides)
+    return ns

@@ -1,0 +1,288 @@
+"""jax's ``xp.linalg`` rules (``adswitch_jax._linalg``) where jax's own derivatives are
+silently wrong: ``eigh`` at repeated eigenvalues (NaN at an exactly repeated one),
+``svd`` at repeated singular values (the polar factor), ``slogdet`` and ``qr`` at singular
+points, ``vector_norm`` at 0 -- and ``det`` at singular matrices, which keeps jax's rule
+(right there).
+
+Each well-posed quantity against an independent oracle -- the cofactor matrix by minors,
+``det``'s Hessian by its exact unit differences, finite differences of numpy for the
+smooth functions (projectors, the polar factor, symmetric functions of the values),
+closed forms -- in reverse and forward mode, batched stacks and ``jax.vmap`` included, all
+compiled; everything else an ``UnsupportedError`` raised from inside the compiled program
+that names the function, the point and the fix: second derivatives at repeated values,
+derivatives that do not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from test_jax_linalg import compiled, fd_gradient, sym, xp_of
+
+pytest.importorskip("jax")
+
+import jax
+import jax.numpy as jnp
+
+import adswitch as ad
+from adswitch.errors import UnsupportedError
+
+B = "jax"
+__all__ = ["compiled"]  # the fixture: every call compiles
+_rng = np.random.default_rng(21)
+C = _rng.standard_normal((3, 3))
+ROTATION = np.linalg.qr(_rng.standard_normal((3, 3)))[0]
+REPEATED = (ROTATION * np.array([1.0, 1.0, 3.0])) @ ROTATION.T  # eigenvalues 1, 1, 3
+DIAGONAL = np.diag([1.0, 1.0, 3.0])
+SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, -1.0, 2.0]])  # rank 2
+REGULAR = np.eye(3) * 1.5 + _rng.uniform(-0.4, 0.4, (3, 3))
+W43 = _rng.standard_normal((4, 3))
+TALL_RANK_TWO = np.linalg.qr(_rng.standard_normal((4, 3)))[0] * np.array([2.0, 1.0, 0.0])
+
+
+def cofactors(a: np.ndarray) -> np.ndarray:
+    n = a.shape[0]
+    out = np.zeros_like(a)
+    for i, j in np.ndindex(n, n):
+        minor = np.delete(np.delete(a, i, 0), j, 1)
+        out[i, j] = (-1) ** (i + j) * np.linalg.det(minor)
+    return out
+
+
+def det_hessian(a: np.ndarray) -> np.ndarray:
+    """``det``'s Hessian, exactly: ``det(a + s E_ij + t E_kl)`` is ``c0 + c1 s + c2 t + c3
+    s t``, so unit differences give ``c3`` without truncation error."""
+    n = a.shape[0]
+    hess = np.zeros((n, n, n, n))
+    for i, j, k, l in np.ndindex(n, n, n, n):
+        if (i, j) == (k, l):
+            continue
+        total = 0.0
+        for s, t in ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)):
+            moved = a.copy()
+            moved[i, j] += s
+            moved[k, l] += t
+            total += s * t * np.linalg.det(moved)
+        hess[i, j, k, l] = total / 4.0
+    return hess
+
+
+def det(x: Any) -> Any:
+    return xp_of(x).linalg.det(x)
+
+
+def det_stack(x: Any) -> Any:
+    return xp_of(x).sum(xp_of(x).linalg.det(x) * xp_of(x).asarray([1.0, -2.0, 0.5]))
+
+
+def projector(x: Any) -> Any:
+    """``<C, P>`` for ``P`` onto the two lowest eigenvectors, plus ``sum(w^2)``."""
+    xp = xp_of(x)
+    w, v = xp.linalg.eigh(sym(x))
+    low = v[..., :, :2]
+    p = low @ xp.linalg.matrix_transpose(low)
+    return xp.sum(p * xp.asarray(C)) + xp.sum(w**2)
+
+
+def polar(x: Any) -> Any:
+    xp = xp_of(x)
+    u, _, vh = xp.linalg.svd(x, full_matrices=False)
+    return xp.sum((u @ vh) * xp.asarray(C))
+
+
+# -- det at singular matrices --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "a", [SINGULAR, np.diag([2.0, 0.0, 0.0]), np.zeros((3, 3))], ids=["rank2", "rank1", "zero"]
+)
+def test_det_at_singular_matrices_first_and_second_order(a: np.ndarray) -> None:
+    (g,) = ad.gradient(det, a.copy(), backend=B)
+    np.testing.assert_allclose(g, cofactors(a), atol=1e-12)
+    _, tangent = ad.jvp(det, (a.copy(),), (C,), backend=B)
+    assert float(tangent) == pytest.approx(float(np.sum(cofactors(a) * C)), abs=1e-12)
+    (hess,) = ad.hessian(det, a.copy(), backend=B)
+    np.testing.assert_allclose(np.asarray(hess[0]), det_hessian(a), atol=1e-12)
+
+
+def test_det_of_a_stack_mixing_singular_and_regular_matrices() -> None:
+    stack = np.stack([SINGULAR, REGULAR, np.diag([2.0, 0.0, 0.0])])
+    weights = np.array([1.0, -2.0, 0.5])
+    (g,) = ad.gradient(det_stack, stack.copy(), backend=B)
+    expected = np.stack([w * cofactors(a) for w, a in zip(weights, stack)])
+    np.testing.assert_allclose(g, expected, atol=1e-12)
+    (hess,) = ad.hessian(det_stack, stack.copy(), backend=B)
+    got = np.asarray(hess[0])
+    for i, (w, a) in enumerate(zip(weights, stack)):
+        np.testing.assert_allclose(got[i, :, :, i], w * det_hessian(a), atol=1e-11)
+
+
+# -- eigh at a repeated eigenvalue ---------------------------------------------------------
+@pytest.mark.parametrize("a", [REPEATED, DIAGONAL], ids=["rotated", "diagonal"])
+def test_projector_onto_a_repeated_eigenvalue_s_eigenspace(a: np.ndarray) -> None:
+    (g,) = ad.gradient(projector, a.copy(), backend=B)
+    expected = fd_gradient(projector, a)
+    np.testing.assert_allclose(g, expected, atol=1e-8)  # jax's own: off by 0.03 to NaN
+    _, tangent = ad.jvp(projector, (a.copy(),), (C,), backend=B)
+    assert float(tangent) == pytest.approx(float(np.sum(expected * C)), abs=1e-8)
+
+
+def test_projectors_of_a_stack_and_their_batched_jacobian() -> None:
+    stack = np.stack([REPEATED, DIAGONAL, REPEATED + np.diag([0.0, 0.5, 0.0])])
+
+    def rows(x: Any) -> Any:
+        xp = xp_of(x)
+        return xp.stack([projector(x[i]) for i in range(3)])
+
+    expected = np.stack([fd_gradient(lambda y, i=i: rows(y)[i], stack) for i in range(3)])
+    for mode in ("reverse", "forward"):
+        (jac,) = ad.jacobian(rows, stack.copy(), backend=B, mode=mode)
+        np.testing.assert_allclose(np.asarray(jac), expected, atol=1e-8)
+
+
+def test_symmetric_functions_of_repeated_eigenvalues() -> None:
+    def squares(x: Any) -> Any:  # ||sym(x)||_F^2
+        return xp_of(x).sum(xp_of(x).linalg.eigvalsh(sym(x)) ** 2)
+
+    (g,) = ad.gradient(squares, REPEATED.copy(), backend=B)
+    np.testing.assert_allclose(g, REPEATED + REPEATED.T, atol=1e-12)
+
+    def largest(x: Any) -> Any:  # a kink: jax's max splits the slope evenly
+        return xp_of(x).max(xp_of(x).linalg.eigvalsh(x))
+
+    (g,) = ad.gradient(largest, np.diag([3.0, 3.0, 1.0]), backend=B)
+    np.testing.assert_allclose(g, np.diag([0.5, 0.5, 0.0]), atol=1e-12)
+
+
+@pytest.mark.parametrize("f", ["projector", "eigvalsh"])
+def test_second_derivatives_at_a_repeated_eigenvalue_are_refused(f: str) -> None:
+    def squares(x: Any) -> Any:
+        return xp_of(x).sum(xp_of(x).linalg.eigvalsh(sym(x)) ** 2)
+
+    function = projector if f == "projector" else squares
+    with pytest.raises(UnsupportedError, match=r"second derivative.*repeated eigenvalue.*Fix:"):
+        ad.hessian(function, REPEATED.copy(), backend=B)
+    shifted = REPEATED + np.diag([0.0, 0.3, 0.0])  # distinct again
+    (hess,) = ad.hessian(function, shifted, backend=B)
+    assert np.isfinite(np.asarray(hess[0])).all()
+
+
+# -- svd at repeated and zero singular values ----------------------------------------------
+@pytest.mark.parametrize("a", [ROTATION, np.eye(3)], ids=["rotation", "identity"])
+def test_polar_factor_of_an_orthogonal_matrix(a: np.ndarray) -> None:
+    (g,) = ad.gradient(polar, a.copy(), backend=B)
+    expected = fd_gradient(polar, a)
+    np.testing.assert_allclose(g, expected, atol=1e-8)  # jax's own: NaN, or -0.06 for -0.29
+    assert np.abs(g).max() > 0.1  # (dropping every term of the pairs gives 0)
+    _, tangent = ad.jvp(polar, (a.copy(),), (C,), backend=B)
+    assert float(tangent) == pytest.approx(float(np.sum(expected * C)), abs=1e-8)
+
+
+def test_functions_of_singular_values_at_repeated_and_zero_ones() -> None:
+    def squares(x: Any) -> Any:  # ||x||_F^2
+        return xp_of(x).sum(xp_of(x).linalg.svdvals(x) ** 2)
+
+    for a in (ROTATION, np.diag([2.0, 0.0, 0.0]), TALL_RANK_TWO):
+        (g,) = ad.gradient(squares, a.copy(), backend=B)
+        np.testing.assert_allclose(g, 2.0 * a, atol=1e-12)
+
+    def nuclear(x: Any) -> Any:  # smooth where x is regular: its gradient is U V^T
+        return xp_of(x).linalg.matrix_norm(x, ord="nuc")
+
+    (g,) = ad.gradient(nuclear, ROTATION.copy(), backend=B)
+    np.testing.assert_allclose(g, ROTATION, atol=1e-12)
+
+
+def test_second_derivatives_at_repeated_singular_values_are_refused() -> None:
+    def nuclear(x: Any) -> Any:
+        return xp_of(x).linalg.matrix_norm(x, ord="nuc")
+
+    for f in (polar, nuclear):
+        with pytest.raises(UnsupportedError, match=r"second derivative.*singular value.*Fix:"):
+            ad.hessian(f, ROTATION.copy(), backend=B)
+
+
+def test_full_matrices_of_a_non_square_matrix_are_refused_with_the_fix() -> None:
+    tall = np.linalg.qr(_rng.standard_normal((4, 3)))[0] * np.array([3.0, 2.0, 1.0])
+
+    def first_columns(x: Any) -> Any:
+        u, _, vh = xp_of(x).linalg.svd(x)  # full_matrices=True, the Array API's default
+        return xp_of(x).sum(u[:, :3] @ vh * xp_of(x).asarray(W43))
+
+    with pytest.raises(UnsupportedError, match="full_matrices=False"):  # jax: NotImplemented
+        ad.gradient(first_columns, tall.copy(), backend=B)
+    (g,) = ad.gradient(first_columns_reduced, tall.copy(), backend=B)
+    np.testing.assert_allclose(g, fd_gradient(first_columns_reduced, tall), atol=1e-8)
+
+
+def first_columns_reduced(x: Any) -> Any:
+    u, _, vh = xp_of(x).linalg.svd(x, full_matrices=False)
+    return xp_of(x).sum(u @ vh * xp_of(x).asarray(W43))
+
+
+# -- derivatives that do not exist ---------------------------------------------------------
+def test_slogdet_at_a_singular_matrix_is_refused() -> None:
+    def logabs(x: Any) -> Any:
+        return xp_of(x).linalg.slogdet(x)[1]
+
+    for call in (
+        lambda: ad.gradient(logabs, SINGULAR.copy(), backend=B),
+        lambda: ad.jvp(logabs, (SINGULAR.copy(),), (C,), backend=B),
+    ):
+        with pytest.raises(UnsupportedError, match=r"slogdet.*singular.*Fix:.*xp\.linalg\.det"):
+            call()
+
+
+@pytest.mark.parametrize(
+    ("mode", "a"),
+    [
+        ("reduced", SINGULAR.T),
+        ("reduced", np.vstack([SINGULAR.T, [1.0, 2.0, 0.0]])),
+        ("r", SINGULAR.T),
+    ],
+    ids=["dependent", "dependent_tall", "r"],
+)
+def test_qr_of_dependent_columns_is_refused(mode: str, a: np.ndarray) -> None:
+    def f(x: Any) -> Any:
+        result = xp_of(x).linalg.qr(x, mode=mode)
+        r = result if mode == "r" else result[1]
+        return xp_of(x).sum(r**2)
+
+    with pytest.raises(UnsupportedError, match=r"linalg\.qr.*full rank"):
+        ad.gradient(f, a.copy(), backend=B)  # jax's own: numbers of size 1e15
+
+
+# -- norms at 0, jax.vmap inside f -----------------------------------------------------
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: xp_of(x).linalg.vector_norm(x),
+        lambda x: xp_of(x).linalg.vector_norm(x, ord=3),
+        lambda x: xp_of(x).sum(xp_of(x).linalg.vector_norm(x, axis=0)),
+        lambda x: xp_of(x).linalg.matrix_norm(x),
+    ],
+    ids=["two", "three", "axis", "fro"],
+)
+def test_norms_at_zero_have_the_subgradient_zero(f: Any) -> None:
+    (g,) = ad.gradient(f, np.zeros((3, 3)), backend=B)
+    np.testing.assert_array_equal(g, np.zeros((3, 3)))  # jax's own: NaN
+    (g,) = ad.gradient(f, REGULAR.copy(), backend=B)
+    np.testing.assert_allclose(g, fd_gradient(f, REGULAR), atol=1e-8)
+
+
+def test_rules_under_jax_vmap_inside_f() -> None:
+    """``jax.vmap`` of a rule over a stack (batched flags: the checks run per matrix)."""
+    stack = np.stack([REPEATED, DIAGONAL, REGULAR])
+
+    def batched(x: Any) -> Any:
+        return jnp.sum(jax.vmap(projector)(x))
+
+    def looped(x: Any) -> Any:
+        return sum(projector(x[i]) for i in range(3))
+
+    (g,) = ad.gradient(batched, stack.copy(), backend=B)
+    np.testing.assert_allclose(g, fd_gradient(looped, stack), atol=1e-8)
+    with pytest.raises(UnsupportedError, match=r"second derivative.*repeated eigenvalue"):
+        ad.hessian(batched, stack.copy(), backend=B)
+    (hess,) = ad.hessian(batched, stack[2:].copy(), backend=B)  # regular only: computed
+    assert np.isfinite(np.asarray(hess[0])).all()
