@@ -70,9 +70,12 @@ import pluggy
 
 from adswitch.errors import UnsupportedError
 
-# The adapter kit (lazy engine loading, the user's line for messages), re-exported here:
-# plugins import everything they use of adswitch from this module.
+# The adapter kit (lazy engine loading, the user's line for messages, warnings given once,
+# numpy's dtype limits as the Array API states them), re-exported here: plugins import
+# everything they use of adswitch from this module.
 from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
+from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
+from adswitch.notices import OnceWarner
 
 __all__ = [
     "PROJECT",
@@ -89,11 +92,16 @@ __all__ = [
     "Backend",
     "BackendBase",
     "EngineLoader",
+    "FInfo",
+    "IInfo",
     "MissingMethodError",
+    "OnceWarner",
     "PRIMITIVES",
     "adswitch_backend",
     "array_methods",
     "implements",
+    "numpy_finfo",
+    "numpy_iinfo",
     "user_line",
 ]
 

@@ -8,10 +8,11 @@ Python numbers, as numpy's are not for float32).
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from adswitch.spec import FInfo, IInfo, numpy_finfo, numpy_iinfo
 
 from .writes import copy_of
 from .xp_support import check_device, is_traced, untraced
@@ -47,28 +48,6 @@ complex64, complex128 = np.complex64, np.complex128
 isdtype = np.isdtype
 
 
-@dataclass(frozen=True)
-class FInfo:
-    """Machine limits of a floating dtype (``finfo``'s result)."""
-
-    bits: int
-    eps: float
-    max: float
-    min: float
-    smallest_normal: float
-    dtype: np.dtype[Any]
-
-
-@dataclass(frozen=True)
-class IInfo:
-    """Machine limits of an integer dtype (``iinfo``'s result)."""
-
-    bits: int
-    max: int
-    min: int
-    dtype: np.dtype[Any]
-
-
 def _dtype_of(type_or_array: Any) -> Any:
     value = untraced(type_or_array)
     return value.dtype if isinstance(value, (np.ndarray, np.generic)) else value
@@ -81,21 +60,12 @@ def finfo(type: Any, /) -> FInfo:
         >>> finfo(float32).eps == float(np.finfo(np.float32).eps)
         True
     """
-    info = np.finfo(_dtype_of(type))
-    return FInfo(
-        bits=int(info.bits),
-        eps=float(info.eps),
-        max=float(info.max),
-        min=float(info.min),
-        smallest_normal=float(info.smallest_normal),
-        dtype=np.dtype(info.dtype),
-    )
+    return numpy_finfo(_dtype_of(type))
 
 
 def iinfo(type: Any, /) -> IInfo:
     """The limits of an integer dtype (or an array's)."""
-    info = np.iinfo(_dtype_of(type))
-    return IInfo(bits=int(info.bits), max=int(info.max), min=int(info.min), dtype=info.dtype)
+    return numpy_iinfo(_dtype_of(type))
 
 
 def can_cast(from_: Any, to: Any, /) -> builtins.bool:

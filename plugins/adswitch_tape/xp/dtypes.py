@@ -6,10 +6,11 @@ Part of the namespace."""
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from adswitch.spec import FInfo, IInfo, numpy_finfo, numpy_iinfo
 
 from ..tracer import Tracer, raw
 
@@ -19,49 +20,18 @@ __all__ = [
 ]  # fmt: skip
 
 
-@dataclass(frozen=True)
-class FInfo:
-    """Machine limits of a floating dtype (``finfo``'s result)."""
-
-    bits: int
-    eps: float
-    max: float
-    min: float
-    smallest_normal: float
-    dtype: np.dtype[Any]
-
-
-@dataclass(frozen=True)
-class IInfo:
-    """Machine limits of an integer dtype (``iinfo``'s result)."""
-
-    bits: int
-    max: int
-    min: int
-    dtype: np.dtype[Any]
-
-
 def _dtype(type: Any) -> Any:
     return raw(type).dtype if isinstance(type, Tracer | np.ndarray) else type
 
 
 def finfo(type: Any, /) -> FInfo:
     """The limits of a floating dtype (or an array's); a complex dtype's real part's."""
-    info = np.finfo(_dtype(type))
-    return FInfo(
-        bits=int(info.bits),
-        eps=float(info.eps),
-        max=float(info.max),
-        min=float(info.min),
-        smallest_normal=float(info.smallest_normal),
-        dtype=np.dtype(info.dtype),
-    )
+    return numpy_finfo(_dtype(type))
 
 
 def iinfo(type: Any, /) -> IInfo:
     """The limits of an integer dtype (or an array's)."""
-    info = np.iinfo(_dtype(type))
-    return IInfo(bits=int(info.bits), max=int(info.max), min=int(info.min), dtype=info.dtype)
+    return numpy_iinfo(_dtype(type))
 
 
 def result_type(*arrays_and_dtypes: Any) -> Any:
