@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import adswitch as ad
-from adswitch.errors import ActivityError, AdswitchError, OutputError
+from adswitch.errors import ActivityError, AdswitchError, OutputError, UsageError
 
 from .case import Case, arr
 
@@ -107,6 +107,18 @@ def _dval_is_val() -> tuple[Any, ...]:
 
 def _err(case_id: str, description: str, fn: Any, make_args: Any, raises: type) -> Case:
     return Case(case_id, F, description, fn, make_args, raises=raises)
+
+
+class _Opaque:
+    """A type the tree walker does not know, holding a floating array (issue 12)."""
+
+    def __init__(self, weight: Any) -> None:
+        self.weight = weight
+
+
+def _opaque_loss(x: Any, holder: Any) -> Any:
+    xp = ad.array_namespace(x)
+    return xp.sum(x * x)
 
 
 CASES = [
@@ -306,5 +318,22 @@ CASES = [
         _one_element,
         lambda: (arr(99, 3),),
         OutputError,
+    ),
+    _err(
+        "activity.unknown_object_with_floats",
+        "an object of an unregistered type holding a floating array, passed plain: "
+        "ActivityError naming it (never silently not differentiated)",
+        _opaque_loss,
+        lambda: (arr(100, 3), _Opaque(arr(101, 3))),
+        ActivityError,
+    ),
+    Case(
+        "activity.zero_not_bool",
+        F,
+        "zero='no' (a truthy string): UsageError, not read as True",
+        _affine,
+        _affine_args,
+        zero="no",  # type: ignore[arg-type]  # the wrong type is the case
+        raises=UsageError,
     ),
 ]

@@ -163,6 +163,16 @@ def _check_kink(grads: Any, x: Any) -> str | None:
     return None
 
 
+def _half(x: Any) -> Any:
+    xp = ad.array_namespace(x)
+    return xp.sum(x * x * 0.5)
+
+
+def _methods(x: Any, y: Any) -> Any:
+    """The array methods numpy, torch and jax arrays share, on traced arrays (issue 12)."""
+    return (x.reshape(3, 2).T * y).sum() + (x * x).mean(axis=0) + x.T.sum() * 0.5
+
+
 CASES = [
     Case(
         "basics.exp_log",
@@ -322,5 +332,23 @@ CASES = [
         _kink_abs,
         lambda: (np.array([-1.0, 0.0, 0.0, 2.0]),),
         check=_check_kink,
+    ),
+    Case(
+        "basics.float16",
+        F,
+        "float16 inputs: float16 gradients on engines that declare float16, an "
+        "UnsupportedError before f runs on the others (never a silent float64 result)",
+        _half,
+        lambda: (arr(17, 5, dtype=np.float16),),
+        closed_form=lambda x: (x.copy(),),
+        requires=("float16",),
+    ),
+    Case(
+        "basics.array_methods",
+        F,
+        "x.reshape(...).T, x.sum(), x.mean(axis=0), x.T on traced arrays: the methods "
+        "numpy, torch and jax arrays share",
+        _methods,
+        lambda: (arr(18, 6), arr(19, 2, 3)),
     ),
 ]
