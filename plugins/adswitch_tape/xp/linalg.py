@@ -23,6 +23,7 @@ import numpy as np
 
 from ..conversions import carries_gradient
 from ..rules import primitives as P
+from ..rules.matrix_helpers import tolerance
 from ..tracer import Tracer, raw
 from .axes import axes_of, constants_only, like_inputs, ndim_of
 from .decompositions import (
@@ -33,6 +34,7 @@ from .decompositions import (
     inv,
     pinv,
     qr,
+    singular_values,
     slogdet,
     solve,
     svd,
@@ -149,10 +151,24 @@ def matrix_norm(
         out = extreme(sum(P.abs(x), axis=summed, keepdims=True), axis=pick, keepdims=True)
         return out if keepdims else P.reshape(out, shape=np.shape(raw(out))[:-2])
     if ord in (2, -2, "nuc"):
-        s = svdvals(x)
-        out = max(s, axis=-1) if ord == 2 else min(s, axis=-1) if ord == -2 else sum(s, axis=-1)
+        out = _spectral_norm(singular_values(x, "matrix_norm"), ord)
         return P.reshape(out, shape=(*np.shape(raw(out)), 1, 1)) if keepdims else out
     raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', +-1, +-2 or +-inf, not {ord!r}")
+
+
+def _spectral_norm(s: Any, ord: Any) -> Any:
+    """The largest (``2``), smallest (``-2``) singular value or their sum (``'nuc'``).
+    Values equal to the extreme to rounding (not exactly: ``max`` splits exact ties) share
+    its slope evenly, a weighted sum -- the slope of a repeated extreme is the even split,
+    the one the rules accept (equal cotangents for equal values)."""
+    if ord == "nuc":
+        return sum(s, axis=-1)
+    values = np.asarray(raw(s))
+    extreme = values[..., :1] if ord == 2 else values[..., -1:]
+    near = np.abs(values - extreme) <= tolerance(values)
+    if (near == (values == extreme)).all():
+        return max(s, axis=-1) if ord == 2 else min(s, axis=-1)
+    return sum(s * (near / np.sum(near, axis=-1, keepdims=True)), axis=-1)
 
 
 def matrix_power(x: Any, n: int, /) -> Any:
