@@ -11,26 +11,29 @@ Conventions and degeneracy:
   ``G`` the symmetric gradient jax and torch return. The two agree on every matrix made
   symmetric inside ``f`` (``A = B @ B.T``, ``(B + B.T) / 2``).
 * ``cholesky``: defined for positive-definite matrices only (numpy raises otherwise).
-* ``eigh``: eigenvalues are differentiable where they are distinct; the eigenvector
-  terms of a pair of equal eigenvalues (numerically: closer than 16 n eps |w|_max) are
-  set to 0. That is exact for every function of the eigenvectors that depends on a
-  repeated eigenvalue's eigenspace only through its projector (``V_c V_c^T``) -- the
-  only well-posed ones there -- and for symmetric functions of the eigenvalues; for
-  others no derivative exists and the rule returns that convention's value.
+* ``eigh``: away from repeated eigenvalues, the usual rules. At a repeated eigenvalue
+  (numerically: closer than 16 n eps |w|_max; ``matrix_spectra``) the eigenvectors are
+  any rotation of one another and their cotangent does not determine a derivative
+  (``sum(V diag(w - 1) V^T)`` and ``sum(w)`` give the same cotangents at the identity,
+  with the gradients ``ones`` and ``I``), so: a function of the eigenvectors is refused
+  (the ``eigenvectors`` primitive's rules raise); a function of the eigenvalues only has
+  its first derivative in reverse mode when the equal eigenvalues get equal cotangents
+  (symmetric functions: ``V diag(gw) V^T``, basis-independent), and is refused when they
+  get different ones (a kink); forward mode is refused along a direction that splits the
+  repeated value (``V^T dx V`` not a multiple of the identity between them), and every
+  higher derivative there (a traced cotangent, tangent or factorization) is refused.
 * ``qr``: ``m >= n`` (the namespace composes ``m < n``); needs ``R`` regular (full
   column rank), a :class:`~.matrix_helpers.SingularMatrixError` otherwise. numpy's
   (Householder) signs: only quantities invariant under ``Q -> Q D, R -> D R``
   (``D`` diagonal, entries +-1) are the same on every engine.
-* ``svd`` (reduced): for a pair of equal singular values, the term of the rotation the
-  pair's ``U`` and ``V`` columns share is set to 0 (what a function that depends on them
-  only through ``U_c V_c^T``, ``U_c U_c^T`` or ``V_c V_c^T`` sees: exact for those, the
-  well-posed ones) and the rest is kept (so the polar factor ``U V^T`` of an orthogonal
-  matrix has its derivative); the terms of a zero singular value (the ``(I - U U^T)`` /
-  ``(I - V V^T)`` terms of non-square matrices, and pairs of zeros) are set to 0. Signs
-  are numpy's: only quantities invariant under flipping a pair ``(u_i, v_i)`` are the
-  same on every engine. The gradient of the
-  singular values alone (``U diag(g) V^T``) is well-defined everywhere (a subgradient
-  at repeated or zero singular values).
+* ``svd`` (reduced): the same at a repeated singular value, and at a zero one (whose
+  vectors are not unique either): functions of ``U`` or ``V`` are refused (the
+  ``singular_vectors`` primitive's rules), symmetric functions of equal nonzero singular
+  values have their first derivative in reverse mode, different cotangents for equal
+  nonzero values, forward mode splitting them and higher derivatives are refused. A zero
+  singular value is a kink (as ``abs`` at 0): its slope is ``u_i v_i^T`` times its
+  cotangent (a subgradient). Signs are numpy's: only quantities invariant under flipping
+  a pair ``(u_i, v_i)`` are the same on every engine.
 """
 
 from __future__ import annotations
@@ -189,9 +192,8 @@ defjvp(M.qr, _qr_jvp)
 #    dU = U (Fm * sym(dP) + Fp * skew(dP)) + (I - U U^T) dx V inv(S),
 #    dV = V (Fm * sym(dP) - Fp * skew(dP)) + (I - V V^T) dx^T U inv(S),
 # Fm_ij = 1 / (s_j - s_i), Fp_ij = 1 / (s_j + s_i) -- the usual 1 / (s_j^2 - s_i^2) split in
-# two, so that a repeated singular value zeroes only Fm's term (a rotation shared by the
-# U and V columns of equal singular values, which well-posed functions do not see),
-# and Fp's term, finite there, stays (the polar factor U V^T of an orthogonal matrix).
+# two. Their masks (0 at equal values) only ever meet zero cotangents of U and V: where a
+# value repeats or is 0, the singular_vectors primitive refuses before this rule runs.
 def _svd_parts(packed: Any, rows: int) -> tuple[Any, Any, Any]:
     u = M.singular_vectors(packed, rows=rows, side="U")
     return u, part(packed, rows, _ALL), M.singular_vectors(packed, rows=rows, side="V")

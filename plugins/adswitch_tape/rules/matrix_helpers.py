@@ -126,8 +126,9 @@ def lower_gradient(gs: Any) -> Any:
 def gap_reciprocals(values: Any) -> Any:
     """``F[..., i, j] = 1 / (v_j - v_i)`` for the sorted vectors ``values``, and 0 on the
     diagonal and wherever ``v_i`` and ``v_j`` are numerically equal (a repeated
-    eigenvalue or singular value): the convention of the eigenvector and singular-vector
-    rules (see ``matrix_factorizations``)."""
+    eigenvalue or singular value). The masked terms only ever meet zero cotangents of
+    the vectors: where values repeat, a function of the vectors is refused
+    (``matrix_spectra``) before the factorization's rule runs."""
     v = np.asarray(raw(values))
     apart = np.abs(v[..., None, :] - v[..., :, None]) > tolerance(v)[..., None]
     return P.divide(apart.astype(v.dtype), P.where(apart, row(values) - col(values), 1.0))

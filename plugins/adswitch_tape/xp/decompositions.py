@@ -10,6 +10,11 @@ with the standard's field names. What differs from numpy, and why:
   :class:`~adswitch.errors.UnsupportedError`: the extra columns of ``Q``/``U`` are any
   orthonormal basis of the complement, which has no derivative. ``mode='reduced'``,
   ``full_matrices=False`` (or square matrices) are differentiated.
+* ``eigh``'s eigenvectors and ``svd``'s ``U``/``Vh`` come out of the factorization by
+  primitives of their own: at a repeated eigenvalue (a repeated or zero singular value)
+  a derivative through them is an :class:`~adswitch.errors.UnsupportedError` (they are
+  not unique there; ``eigvalsh``/``svdvals`` and symmetric functions of the values are
+  differentiated).
 * ``qr`` of a wide matrix (``m < n``) is the ``qr`` of its first ``m`` columns and
   ``R``'s other columns ``Q^T x[..., m:]`` (the same numbers as numpy's).
 """
