@@ -62,6 +62,12 @@ def linalg_examples() -> Iterator[Example]:
     yield M.cholesky, (_spd(rng, 2, 2, 2),), {}
     yield M.eigh, (_spd(rng, 3, 3),), {}
     yield M.eigh, (_spd(rng, 2, 2, 2) - 2.0 * np.eye(2),), {}  # negative eigenvalues too
+    yield M.eigh, (_spd(rng, 3, 3),), {"name": "eigvalsh"}
+    # the eigenvectors / singular vectors taken out of a packed factorization (distinct
+    # values in its eigenvalue / singular-value row)
+    yield M.eigenvectors, (M.eigh(_spd(rng, 2, 3, 3)),), {}
+    yield M.singular_vectors, (M.svd(_spread(rng, 4, 3), rows=4),), {"rows": 4, "side": "U"}
+    yield M.singular_vectors, (M.svd(_spread(rng, 2, 4), rows=2),), {"rows": 2, "side": "V"}
     yield M.qr, (_spread(rng, 4, 3),), {}
     yield M.qr, (_regular(rng, 2, 3, 3),), {}
     yield M.svd, (_spread(rng, 4, 3),), {"rows": 4}

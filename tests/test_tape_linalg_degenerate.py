@@ -2,11 +2,13 @@
 
 Each documented convention (``rules/matrix_solvers.py``, ``rules/matrix_factorizations.py``)
 against an independent oracle: ``det`` at singular matrices (the cofactor matrix, by
-minors), repeated eigenvalues and singular values (the well-posed functions there, by
-finite differences of numpy: projectors, the polar factor, symmetric functions),
+minors), repeated eigenvalues and singular values (symmetric functions of the values there, by
+closed forms; functions of the vectors at regular points, by finite differences),
 the lower-triangle reading of ``cholesky``/``eigh`` (numpy's own differences), and the
 errors that say the fix (a singular ``slogdet``, a rank-deficient ``qr``, the complete
-factors, a second derivative of ``det`` at a singular matrix). The Gaussian-process
+factors, a second derivative of ``det`` at a singular matrix; and at repeated eigen- or
+singular values: functions of the vectors, kinks, forward mode across a repeated value,
+second derivatives). The Gaussian-process
 log-likelihood against its closed-form gradient.
 """
 
@@ -98,37 +100,148 @@ def test_cholesky_of_an_indefinite_matrix_raises_numpy_s_error() -> None:
 
 
 # -- repeated eigenvalues and singular values ----------------------------------------------
+# (rules/matrix_spectra.py): functions of the vectors are refused there, symmetric
+# functions of the values have their first derivative, kinks and second derivatives are
+# refused; regular points keep their numbers (finite differences of numpy).
+CE = np.array([[1.0, 2.0, 0.3], [2.0, 1.0, 0.5], [0.3, 0.5, -1.0]])
+E01 = np.zeros((3, 3))
+E01[0, 1] = 1.0
+
+
+def _expm_trace(x: Any) -> Any:
+    """``tr(C expm(sym x))`` through eigh: smooth everywhere."""
+    w, v = _la(x).eigh(_sym(x))
+    return _xp(x).sum(CE * ((v * _xp(x).exp(w)[None, :]) @ _la(x).matrix_transpose(v)))
+
+
+def _reconstruction(x: Any) -> Any:
+    """``sum(C * V diag(w) V^T) = sum(C * sym x)``: its gradient is ``sym(C)``-ish."""
+    w, v = _la(x).eigh(_sym(x))
+    return _xp(x).sum(C * ((v * w[None, :]) @ _la(x).matrix_transpose(v)))
+
+
+def _svd_reconstruction(x: Any) -> Any:
+    u, s, vh = _la(x).svd(x, full_matrices=False)
+    return _xp(x).sum(C * ((u * s[None, :]) @ vh))
+
+
+def _eig_squares(x: Any) -> Any:
+    return _xp(x).sum(_la(x).eigvalsh(_sym(x)) ** 2)
+
+
 def _projector(x: Any) -> Any:
     v = _la(x).eigh(_sym(x)).eigenvectors
     low = v[:, :2]
     return _xp(x).sum((low @ _la(x).matrix_transpose(low)) * C)
 
 
-@pytest.mark.parametrize("a", [REPEATED, np.diag([1.0, 1.0, 3.0])], ids=["rotated", "diagonal"])
-def test_projector_onto_a_repeated_eigenvalue_s_eigenspace(a: np.ndarray) -> None:
-    (g,) = ad.gradient(_projector, a.copy(), backend="tape")
-    assert np.isfinite(g).all()
-    np.testing.assert_allclose(g, fd_gradient(_projector, a), atol=1e-7)
+def _polar(x: Any) -> Any:
+    u, _, vh = _la(x).svd(x, full_matrices=False)
+    return _xp(x).sum((u @ vh) * C)
+
+
+REGULAR_SYM = np.diag([1.0, 1.5, 2.0]) + 0.1 * (C + C.T)
+
+
+@pytest.mark.parametrize(
+    ("f", "a"),
+    [
+        (_expm_trace, np.diag([1.0, 1.5, 2.0])),
+        (_expm_trace, REGULAR_SYM),
+        (_reconstruction, REGULAR_SYM),
+        (_projector, REGULAR_SYM),
+        (_svd_reconstruction, np.diag([3.0, 2.0, 1.0]) + 0.1 * C),
+        (_polar, np.diag([3.0, 2.0, 1.0]) + 0.1 * C),
+    ],
+    ids=["expm-diag", "expm", "eigh-reconstruction", "projector", "svd-reconstruction", "polar"],
+)
+def test_functions_of_the_vectors_at_regular_points_match_finite_differences(
+    f: Any, a: np.ndarray
+) -> None:
+    (g,) = ad.gradient(f, a.copy(), backend="tape")
+    np.testing.assert_allclose(g, fd_gradient(f, a), atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("f", "a", "name"),
+    [
+        (_expm_trace, np.diag([1.0, 1.0, 2.0]), "eigh"),
+        (_expm_trace, REPEATED, "eigh"),
+        (_reconstruction, np.eye(3), "eigh"),
+        (_reconstruction, np.diag([0.0, 0.0, 1.0]), "eigh"),
+        (_projector, REPEATED, "eigh"),
+        (_svd_reconstruction, np.diag([2.0, 2.0, 1.0]), "svd"),
+        (_svd_reconstruction, SINGULAR, "svd"),  # a zero singular value
+        (_polar, ROTATION, "svd"),
+    ],
+)
+def test_functions_of_the_vectors_at_a_degenerate_spectrum_are_refused(
+    f: Any, a: np.ndarray, name: str
+) -> None:
+    # (finite differences of the eigh ones are not 0 there: the masked terms were wrong)
+    with pytest.raises(UnsupportedError, match=rf"xp\.linalg\.{name}'s .*vectors.*Fix:"):
+        ad.gradient(f, a.copy(), backend="tape")
+
+
+def test_forward_mode_through_the_eigenvectors_at_a_repeated_eigenvalue_is_refused() -> None:
+    a = np.diag([1.0, 1.0, 2.0])
+    assert np.abs(fd_gradient(_expm_trace, a)[0, 1]) > 1.0  # a nonzero true derivative
+    with pytest.raises(UnsupportedError, match=r"xp\.linalg\.eigh.*Fix:"):
+        ad.jvp(_expm_trace, (a,), (E01,), backend="tape")
+    with pytest.raises(UnsupportedError, match=r"xp\.linalg\.eigh's eigenvectors"):
+        ad.jvp(_expm_trace, (a,), (np.eye(3),), backend="tape")  # (a non-splitting one)
 
 
 def test_symmetric_functions_of_repeated_eigenvalues_and_singular_values() -> None:
-    f = lambda x: _xp(x).sum(_la(x).eigvalsh(_sym(x)) ** 2)  # ||S||_F^2  # noqa: E731
-    (g,) = ad.gradient(f, REPEATED.copy(), backend="tape")
+    (g,) = ad.gradient(_eig_squares, REPEATED.copy(), backend="tape")  # ||S||_F^2
     np.testing.assert_allclose(g, REPEATED + REPEATED.T, atol=1e-12)
+    (g,) = ad.gradient(lambda x: _xp(x).sum(_la(x).eigvalsh(x)), np.eye(3), backend="tape")
+    np.testing.assert_allclose(g, np.eye(3), atol=1e-15)  # the trace
     h = lambda x: _xp(x).sum(_la(x).svdvals(x) ** 2)  # ||A||_F^2  # noqa: E731
     for a in (np.eye(3), ROTATION, np.diag([2.0, 0.0, 0.0])):  # all repeated, or zeros
         (g,) = ad.gradient(h, a.copy(), backend="tape")
         np.testing.assert_allclose(g, 2.0 * a, atol=1e-12)
 
 
-def test_polar_factor_of_an_orthogonal_matrix_keeps_its_finite_term() -> None:
-    def polar(x: Any) -> Any:
-        u, _, vh = _la(x).svd(x, full_matrices=False)
-        return _xp(x).sum((u @ vh) * C)
+def test_forward_mode_along_a_repeated_eigenvalue_and_across_it() -> None:
+    f = lambda x: _xp(x).sum(_la(x).eigvalsh(x) * np.array([1.0, 2.0, 3.0]))  # noqa: E731
+    a = np.diag([1.0, 1.0, 2.0])
+    _, t = ad.jvp(f, (a,), (np.eye(3),), backend="tape")  # moves 1, 1 together: 1 + 2 + 3
+    assert float(t) == pytest.approx(6.0, abs=1e-12)
+    with pytest.raises(UnsupportedError, match=r"xp\.linalg\.eigvalsh.*splits.*Fix:"):
+        ad.jvp(f, (a,), (E01 + E01.T,), backend="tape")
 
-    (g,) = ad.gradient(polar, ROTATION.copy(), backend="tape")
-    np.testing.assert_allclose(g, fd_gradient(polar, ROTATION), atol=1e-7)
-    assert np.abs(g).max() > 0.1  # (dropping every term of the repeated pairs gives 0)
+
+def test_a_function_of_one_of_two_equal_eigenvalues_is_refused() -> None:
+    f = lambda x: _la(x).eigvalsh(x)[0]  # noqa: E731  (a kink: min of the two)
+    with pytest.raises(UnsupportedError, match=r"xp\.linalg\.eigvalsh.*different cotangents"):
+        ad.gradient(f, np.diag([1.0, 1.0, 2.0]), backend="tape")
+
+
+def test_second_derivatives_at_a_degenerate_spectrum_are_refused_and_kept_elsewhere() -> None:
+    u, v = _rng.standard_normal((3, 3)), _rng.standard_normal((3, 3))
+    for f, a, name in [
+        (_eig_squares, REGULAR_SYM, "eigvalsh"),
+        (lambda x: _la(x).matrix_norm(x, ord=2) ** 2, np.diag([3.0, 2.0, 1.0]) + 0.1 * C, ""),
+        (lambda x: _la(x).matrix_norm(x, ord="nuc"), np.diag([3.0, 2.0, 1.0]) + 0.1 * C, ""),
+    ]:
+        (hess,) = ad.hessian(f, a.copy(), backend="tape")
+        got = u.ravel() @ np.asarray(hess[0]).reshape(9, 9) @ v.ravel()
+        assert got == pytest.approx(fd_second(f, a, u, v), rel=1e-5, abs=1e-6), name
+    for f, a, name in [
+        (_eig_squares, REPEATED, "eigvalsh"),
+        (lambda x: _la(x).matrix_norm(x, ord=2) ** 2, np.diag([2.0, 2.0, 1.0]), "matrix_norm"),
+        (lambda x: _la(x).matrix_norm(x, ord="nuc"), np.diag([2.0, 2.0, 1.0]), "matrix_norm"),
+    ]:
+        with pytest.raises(UnsupportedError, match=rf"xp\.linalg\.{name} at .*Fix:"):
+            ad.hessian(f, a.copy(), backend="tape")
+
+
+def test_spectral_norm_at_a_repeated_largest_singular_value_splits_evenly() -> None:
+    a = ROTATION @ np.diag([2.0, 2.0, 1.0]) @ ROTATION.T  # (ties to rounding, not exact)
+    (g,) = ad.gradient(lambda x: _la(x).matrix_norm(x, ord=2), a.copy(), backend="tape")
+    expected = ROTATION[:, :2] @ ROTATION[:, :2].T / 2.0  # U_k V_k^T / k
+    np.testing.assert_allclose(g, expected, atol=1e-12)
 
 
 def test_nuclear_norm_at_a_rank_deficient_matrix_is_a_subgradient() -> None:

@@ -21,6 +21,7 @@ def catalogue() -> list[Case]:
         cases_basics,
         cases_hygiene,
         cases_linalg,
+        cases_linalg_degenerate,
         cases_linalg_factorizations,
         cases_mutation,
         cases_nested,
@@ -35,7 +36,7 @@ def catalogue() -> list[Case]:
     cases: list[Case] = []
     # Every case of the linalg family needs the namespace's linalg extension (an engine
     # without it refuses with UnsupportedError, as declared).
-    linalg = {cases_linalg, cases_linalg_factorizations}
+    linalg = {cases_linalg, cases_linalg_factorizations, cases_linalg_degenerate}
     for module in (
         cases_basics,
         cases_ops,
@@ -50,6 +51,7 @@ def catalogue() -> list[Case]:
         cases_operators_nested,
         cases_linalg,
         cases_linalg_factorizations,
+        cases_linalg_degenerate,
     ):
         if module in linalg:
             cases.extend(

@@ -13,7 +13,8 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
        (``elementwise``, ``shapes``, ``linalg``, ``reductions``; non-smooth points
        documented there) and the tangent tables (``forward_elementwise``,
        ``forward_arrays``); the ``linalg`` factorizations and solvers with both kinds of
-       rules (``matrix_primitives``, ``matrix_solvers``, ``matrix_factorizations``);
+       rules (``matrix_primitives``, ``matrix_solvers``, ``matrix_factorizations``;
+       ``matrix_spectra``: what is refused at repeated eigen- and singular values);
     4. ``mutation``   -- in-place writes, recorded copy-on-write, and numpy-style views;
        ``conversions`` -- ``int``/``float``/``np.asarray``/DLPack of a tracer: allowed
        where no gradient is dropped, refused with the fix where one would be;

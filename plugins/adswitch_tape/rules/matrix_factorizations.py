@@ -11,32 +11,38 @@ Conventions and degeneracy:
   ``G`` the symmetric gradient jax and torch return. The two agree on every matrix made
   symmetric inside ``f`` (``A = B @ B.T``, ``(B + B.T) / 2``).
 * ``cholesky``: defined for positive-definite matrices only (numpy raises otherwise).
-* ``eigh``: eigenvalues are differentiable where they are distinct; the eigenvector
-  terms of a pair of equal eigenvalues (numerically: closer than 16 n eps |w|_max) are
-  set to 0. That is exact for every function of the eigenvectors that depends on a
-  repeated eigenvalue's eigenspace only through its projector (``V_c V_c^T``) -- the
-  only well-posed ones there -- and for symmetric functions of the eigenvalues; for
-  others no derivative exists and the rule returns that convention's value.
+* ``eigh``: away from repeated eigenvalues, the usual rules. At a repeated eigenvalue
+  (numerically: closer than 16 n eps |w|_max; ``matrix_spectra``) the eigenvectors are
+  any rotation of one another and their cotangent does not determine a derivative
+  (``sum(V diag(w - 1) V^T)`` and ``sum(w)`` give the same cotangents at the identity,
+  with the gradients ``ones`` and ``I``), so: a function of the eigenvectors is refused
+  (the ``eigenvectors`` primitive's rules raise); a function of the eigenvalues only has
+  its first derivative in reverse mode when the equal eigenvalues get equal cotangents
+  (symmetric functions: ``V diag(gw) V^T``, basis-independent), and is refused when they
+  get different ones (a kink); forward mode is refused along a direction that splits the
+  repeated value (``V^T dx V`` not a multiple of the identity between them), and every
+  higher derivative there (a traced cotangent, tangent or factorization) is refused.
 * ``qr``: ``m >= n`` (the namespace composes ``m < n``); needs ``R`` regular (full
   column rank), a :class:`~.matrix_helpers.SingularMatrixError` otherwise. numpy's
   (Householder) signs: only quantities invariant under ``Q -> Q D, R -> D R``
   (``D`` diagonal, entries +-1) are the same on every engine.
-* ``svd`` (reduced): for a pair of equal singular values, the term of the rotation the
-  pair's ``U`` and ``V`` columns share is set to 0 (what a function that depends on them
-  only through ``U_c V_c^T``, ``U_c U_c^T`` or ``V_c V_c^T`` sees: exact for those, the
-  well-posed ones) and the rest is kept (so the polar factor ``U V^T`` of an orthogonal
-  matrix has its derivative); the terms of a zero singular value (the ``(I - U U^T)`` /
-  ``(I - V V^T)`` terms of non-square matrices, and pairs of zeros) are set to 0. Signs
-  are numpy's: only quantities invariant under flipping a pair ``(u_i, v_i)`` are the
-  same on every engine. The gradient of the
-  singular values alone (``U diag(g) V^T``) is well-defined everywhere (a subgradient
-  at repeated or zero singular values).
+* ``svd`` (reduced): the same at a repeated singular value, and at a zero one (whose
+  vectors are not unique either): functions of ``U`` or ``V`` are refused (the
+  ``singular_vectors`` primitive's rules), symmetric functions of equal nonzero singular
+  values have their first derivative in reverse mode, different cotangents for equal
+  nonzero values, forward mode splitting them and higher derivatives are refused. A zero
+  singular value is a kink (as ``abs`` at 0): its slope is ``u_i v_i^T`` times its
+  cotangent (a subgradient). Signs are numpy's: only quantities invariant under flipping
+  a pair ``(u_i, v_i)`` are the same on every engine.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..core import raw
 from ..recording import defjvp, defvjp
 from . import matrix_primitives as M
 from . import primitives as P
@@ -57,6 +63,14 @@ from .matrix_helpers import (
     solve_right,
     sum_reciprocals,
     tri,
+)
+from .matrix_spectra import (
+    check_concrete,
+    check_tangent,
+    check_values,
+    close_pairs,
+    negligible,
+    refuse_vectors,
 )
 
 Tangents = tuple[Any, ...]
@@ -85,27 +99,53 @@ defjvp(M.cholesky, _cholesky_jvp)
 
 
 # -- eigh: x V = V diag(w); dw = diag(V^T dx V), dV = V (F * (V^T dx V)) ---------------------
-def _eigh_parts(packed: Any) -> tuple[Any, Any]:
-    return part(packed, 0, _ALL), part(packed, slice(1, None), _ALL)
+# At a repeated eigenvalue only the eigenvalues may be used (the eigenvectors' own primitive
+# refuses, before this rule runs): there the gradient is V diag(gw) V^T, basis-independent
+# for the equal cotangents check_values demands, and the masked F meets gv = 0.
+def _eigh_parts(packed: Any, name: str) -> tuple[Any, Any]:
+    return part(packed, 0, _ALL), M.eigenvectors(packed, name=name)
 
 
-def _eigh_vjp(g: Any, ans: Any, x: Any) -> Any:
-    w, v = _eigh_parts(ans)
-    gw, gv = _eigh_parts(g)
+def _eigh_vjp(g: Any, ans: Any, x: Any, name: str = "eigh") -> Any:
+    w, v = _eigh_parts(ans, name)
+    gw, gv = part(g, 0, _ALL), part(g, slice(1, None), _ALL)
+    check_values(name, "eigen", gw, close_pairs(w), ans)
     b = P.matmul_tn(v, gv)
     inner = diag_embed(gw) + gap_reciprocals(w) * (b - mT(b)) * 0.5
     return lower_gradient(P.matmul_nt(P.matmul(v, inner), v))
 
 
-def _eigh_jvp(ts: Tangents, ans: Any, x: Any) -> Any:
-    w, v = _eigh_parts(ans)
+def _eigh_jvp(ts: Tangents, ans: Any, x: Any, name: str = "eigh") -> Any:
+    w, v = _eigh_parts(ans, name)
     k = P.matmul(P.matmul_tn(v, lower_read(ts[0])), v)
+    check_tangent(name, "eigen", k, close_pairs(w), ans)
     dv = P.matmul(v, gap_reciprocals(w) * k)
     return P.concat(row(diagonal(k)), dv, axis=-2)
 
 
 defvjp(M.eigh, _eigh_vjp)
 defjvp(M.eigh, _eigh_jvp)
+
+
+def _eigenvectors_vjp(g: Any, ans: Any, packed: Any, name: str = "eigh") -> Any:
+    if close_pairs(part(packed, 0, _ALL)).any():
+        raise refuse_vectors(name, "eigen")
+    shape = shape_of(g)
+    return P.concat(np.zeros((*shape[:-2], 1, shape[-1]), dtype=_dtype(g)), g, axis=-2)
+
+
+def _eigenvectors_jvp(ts: Tangents, ans: Any, packed: Any, name: str = "eigh") -> Any:
+    if close_pairs(part(packed, 0, _ALL)).any():
+        raise refuse_vectors(name, "eigen")
+    return part(ts[0], slice(1, None), _ALL)
+
+
+defvjp(M.eigenvectors, _eigenvectors_vjp)
+defjvp(M.eigenvectors, _eigenvectors_jvp)
+
+
+def _dtype(x: Any) -> Any:
+    return np.result_type(raw(x))
 
 
 # -- qr (m >= n): C = Q^T dx inv(R), O = tril(C, -1) - tril(C, -1)^T; -----------------------
@@ -152,17 +192,36 @@ defjvp(M.qr, _qr_jvp)
 #    dU = U (Fm * sym(dP) + Fp * skew(dP)) + (I - U U^T) dx V inv(S),
 #    dV = V (Fm * sym(dP) - Fp * skew(dP)) + (I - V V^T) dx^T U inv(S),
 # Fm_ij = 1 / (s_j - s_i), Fp_ij = 1 / (s_j + s_i) -- the usual 1 / (s_j^2 - s_i^2) split in
-# two, so that a repeated singular value zeroes only Fm's term (a rotation shared by the
-# U and V columns of equal singular values, which well-posed functions do not see),
-# and Fp's term, finite there, stays (the polar factor U V^T of an orthogonal matrix).
+# two. Their masks (0 at equal values) only ever meet zero cotangents of U and V: where a
+# value repeats or is 0, the singular_vectors primitive refuses before this rule runs.
 def _svd_parts(packed: Any, rows: int) -> tuple[Any, Any, Any]:
-    u = part(packed, slice(None, rows), _ALL)
-    return u, part(packed, rows, _ALL), part(packed, slice(rows + 1, None), _ALL)
+    u = M.singular_vectors(packed, rows=rows, side="U")
+    return u, part(packed, rows, _ALL), M.singular_vectors(packed, rows=rows, side="V")
 
 
-def _svd_vjp(g: Any, ans: Any, x: Any, rows: int) -> Any:
+def _cotangent_parts(g: Any, rows: int) -> tuple[Any, Any, Any]:
+    u, s = part(g, slice(None, rows), _ALL), part(g, rows, _ALL)
+    return u, s, part(g, slice(rows + 1, None), _ALL)
+
+
+def _live_pairs(s: Any) -> Any:
+    """The pairs of equal nonzero singular values (a zero one is a kink, as ``abs`` at
+    0: any slope is a subgradient)."""
+    live = ~negligible(s)
+    return close_pairs(s) & live[..., :, None] & live[..., None, :]
+
+
+def _degenerate(s: Any) -> bool:
+    """Whether the singular vectors are not unique: a repeated or a zero singular value."""
+    return bool(close_pairs(s).any() or negligible(s).any())
+
+
+def _svd_vjp(g: Any, ans: Any, x: Any, rows: int, name: str = "svd") -> Any:
     u, s, v = _svd_parts(ans, rows)
-    gu, gs, gv = _svd_parts(g, rows)
+    gu, gs, gv = _cotangent_parts(g, rows)
+    check_values(name, "singular", gs, _live_pairs(s), ans)
+    if _degenerate(s):  # (the vectors are unused: their primitive refuses otherwise)
+        check_concrete(name, "singular", gs, ans)
     k = shape_of(s)[-1]
     cols = shape_of(ans)[-2] - rows - 1
     bu, bv = P.matmul_tn(u, gu), P.matmul_tn(v, gv)
@@ -176,13 +235,16 @@ def _svd_vjp(g: Any, ans: Any, x: Any, rows: int) -> Any:
     return out
 
 
-def _svd_jvp(ts: Tangents, ans: Any, x: Any, rows: int) -> Any:
+def _svd_jvp(ts: Tangents, ans: Any, x: Any, rows: int, name: str = "svd") -> Any:
     u, s, v = _svd_parts(ans, rows)
     t = ts[0]
     k = shape_of(s)[-1]
     cols = shape_of(ans)[-2] - rows - 1
     dp = P.matmul(P.matmul_tn(u, t), v)
     dpt = mT(dp)
+    check_tangent(name, "singular", (dp + dpt) * 0.5, _live_pairs(s), ans)
+    if _degenerate(s):
+        check_concrete(name, "singular", dp, ans)
     sym = gap_reciprocals(s) * (dp + dpt) * 0.5
     skew = sum_reciprocals(s) * (dp - dpt) * 0.5
     du = P.matmul(u, sym + skew)
@@ -196,3 +258,26 @@ def _svd_jvp(ts: Tangents, ans: Any, x: Any, rows: int) -> Any:
 
 defvjp(M.svd, _svd_vjp)
 defjvp(M.svd, _svd_jvp)
+
+
+def _singular_slots(packed: Any, rows: int, side: str) -> slice:
+    return slice(None, rows) if side == "U" else slice(rows + 1, None)
+
+
+def _singular_vectors_vjp(g: Any, ans: Any, packed: Any, rows: int, side: str) -> Any:
+    if _degenerate(part(packed, rows, _ALL)):
+        raise refuse_vectors("svd", "singular")
+    shape, total = shape_of(g), shape_of(packed)[-2]
+    before, after = (0, total - rows) if side == "U" else (rows + 1, 0)
+    pieces = [np.zeros((*shape[:-2], n, shape[-1]), dtype=_dtype(g)) for n in (before, after)]
+    return P.concat(pieces[0], g, pieces[1], axis=-2)
+
+
+def _singular_vectors_jvp(ts: Tangents, ans: Any, packed: Any, rows: int, side: str) -> Any:
+    if _degenerate(part(packed, rows, _ALL)):
+        raise refuse_vectors("svd", "singular")
+    return part(ts[0], _singular_slots(packed, rows, side), _ALL)
+
+
+defvjp(M.singular_vectors, _singular_vectors_vjp)
+defjvp(M.singular_vectors, _singular_vectors_jvp)

@@ -27,7 +27,7 @@ from .helpers import shape_of
 __all__ = [
     "SingularMatrixError", "col", "diag_embed", "diagonal", "gap_reciprocals", "lower_gradient",
     "lower_read", "mT", "part", "regular_triangle", "row", "safe_reciprocal", "singular",
-    "solve_right", "sum_reciprocals", "tri",
+    "solve_right", "sum_reciprocals", "tolerance", "tri",
 ]  # fmt: skip
 
 # How close two computed eigenvalues (singular values) must be to count as equal, in
@@ -58,7 +58,7 @@ def regular_triangle(r: Any, what: str, fix: str) -> None:
     numerically regular (no diagonal entry below roundoff of the largest): solving with
     a numerically singular one gives no error, only numbers of size 1/eps."""
     d = np.abs(np.diagonal(np.asarray(raw(r)), axis1=-2, axis2=-1))
-    if d.size and (d <= _tolerance(d)).any():
+    if d.size and (d <= tolerance(d)).any():
         raise SingularMatrixError(f"tape: {what} (a zero on R's diagonal). Fix: {fix}")
 
 
@@ -126,10 +126,11 @@ def lower_gradient(gs: Any) -> Any:
 def gap_reciprocals(values: Any) -> Any:
     """``F[..., i, j] = 1 / (v_j - v_i)`` for the sorted vectors ``values``, and 0 on the
     diagonal and wherever ``v_i`` and ``v_j`` are numerically equal (a repeated
-    eigenvalue or singular value): the convention of the eigenvector and singular-vector
-    rules (see ``matrix_factorizations``)."""
+    eigenvalue or singular value). The masked terms only ever meet zero cotangents of
+    the vectors: where values repeat, a function of the vectors is refused
+    (``matrix_spectra``) before the factorization's rule runs."""
     v = np.asarray(raw(values))
-    apart = np.abs(v[..., None, :] - v[..., :, None]) > _tolerance(v)[..., None]
+    apart = np.abs(v[..., None, :] - v[..., :, None]) > tolerance(v)[..., None]
     return P.divide(apart.astype(v.dtype), P.where(apart, row(values) - col(values), 1.0))
 
 
@@ -138,11 +139,11 @@ def sum_reciprocals(values: Any) -> Any:
     0 on the diagonal and where both are numerically 0."""
     v = np.asarray(raw(values))
     n = v.shape[-1]
-    apart = (v[..., None, :] + v[..., :, None] > _tolerance(v)[..., None]) & ~np.eye(n, dtype=bool)
+    apart = (v[..., None, :] + v[..., :, None] > tolerance(v)[..., None]) & ~np.eye(n, dtype=bool)
     return P.divide(apart.astype(v.dtype), P.where(apart, row(values) + col(values), 1.0))
 
 
-def _tolerance(v: np.ndarray) -> np.ndarray:
+def tolerance(v: np.ndarray) -> np.ndarray:
     """The magnitude below which differences of the values ``v`` (``(..., n)``) are
     roundoff, per vector (keeps the last axis, of length 1)."""
     n = v.shape[-1]
@@ -154,5 +155,5 @@ def safe_reciprocal(values: Any) -> Any:
     """``1 / v`` for nonnegative ``values`` (singular values), and 0 where ``v`` is
     numerically 0."""
     v = np.asarray(raw(values))
-    nonzero = v > _tolerance(v)
+    nonzero = v > tolerance(v)
     return P.divide(nonzero.astype(v.dtype), P.where(nonzero, values, 1.0))

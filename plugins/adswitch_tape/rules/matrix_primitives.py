@@ -11,6 +11,14 @@ rule puts the parts' cotangents back together):
   (one row), ``V = Vh^T`` (``n x k``) -- ``rows=m`` says where ``U`` ends;
 * ``slogdet``: ``(..., 2)``, the sign and ``log|det|``.
 
+The eigenvectors and the singular vectors are taken out of a packed value by primitives
+of their own (``eigenvectors``, ``singular_vectors(side='U'|'V')``), never by
+``getitem``: their rules run exactly when a function uses the vectors, and refuse at a
+repeated eigenvalue (singular value), where the vectors' cotangent does not determine a
+derivative. ``name`` (a parameter of ``eigh``, ``eigenvectors``, ``svd``) is the
+``xp.linalg`` function the error messages name (``eigvalsh``, ``svdvals``,
+``matrix_norm`` share the factorizations).
+
 ``cholesky`` and ``eigh`` read the lower triangle only, as numpy's do (the gradient is
 the derivative of exactly that function). ``cofactor`` is ``det(x) * inv(x)^T`` -- the
 gradient of ``det`` -- computed from the SVD so that it is right at singular matrices
@@ -26,7 +34,8 @@ import numpy as np
 from ..recording import binary, unary
 
 __all__ = [
-    "cholesky", "cofactor", "det", "eigh", "inv", "pinv", "qr", "slogdet", "solve", "svd",
+    "cholesky", "cofactor", "det", "eigenvectors", "eigh", "inv", "pinv", "qr",
+    "singular_vectors", "slogdet", "solve", "svd",
 ]  # fmt: skip
 
 
@@ -63,9 +72,13 @@ def _slogdet(x: Any) -> Any:
     return np.stack([sign, logabs], axis=-1)
 
 
-def _eigh(x: Any) -> Any:
+def _eigh(x: Any, name: str = "eigh") -> Any:
     w, v = np.linalg.eigh(x)
     return np.concatenate([w[..., None, :], v], axis=-2)
+
+
+def _eigenvectors(packed: Any, name: str = "eigh") -> Any:
+    return np.array(packed[..., 1:, :])
 
 
 def _qr(x: Any) -> Any:
@@ -76,11 +89,17 @@ def _qr(x: Any) -> Any:
     return np.concatenate([q, r], axis=-2)
 
 
-def _svd(x: Any, rows: int) -> Any:
+def _svd(x: Any, rows: int, name: str = "svd") -> Any:
     if np.shape(x)[-2] != rows:
         raise ValueError(f"svd: rows={rows} but the matrices have {np.shape(x)[-2]} rows")
     u, s, vh = np.linalg.svd(x, full_matrices=False)
     return np.concatenate([u, s[..., None, :], np.swapaxes(vh, -1, -2)], axis=-2)
+
+
+def _singular_vectors(packed: Any, rows: int, side: str) -> Any:
+    if side == "U":
+        return np.array(packed[..., :rows, :])
+    return np.array(packed[..., rows + 1 :, :])
 
 
 def _pinv(x: Any, rtol: Any = None) -> Any:
@@ -99,6 +118,8 @@ cofactor = unary("cofactor", _cofactor)
 slogdet = unary("slogdet", _slogdet, keep_ans=False)
 pinv = unary("pinv", _pinv, params=True)
 cholesky = unary("cholesky", np.linalg.cholesky, keep_x=False)
-eigh = unary("eigh", _eigh, keep_x=False)
+eigh = unary("eigh", _eigh, params=True, keep_x=False)
+eigenvectors = unary("eigenvectors", _eigenvectors, params=True, keep_ans=False)
 qr = unary("qr", _qr, keep_x=False)
 svd = unary("svd", _svd, params=True, keep_x=False)
+singular_vectors = unary("singular_vectors", _singular_vectors, params=True, keep_ans=False)

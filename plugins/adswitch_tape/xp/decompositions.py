@@ -10,6 +10,11 @@ with the standard's field names. What differs from numpy, and why:
   :class:`~adswitch.errors.UnsupportedError`: the extra columns of ``Q``/``U`` are any
   orthonormal basis of the complement, which has no derivative. ``mode='reduced'``,
   ``full_matrices=False`` (or square matrices) are differentiated.
+* ``eigh``'s eigenvectors and ``svd``'s ``U``/``Vh`` come out of the factorization by
+  primitives of their own: at a repeated eigenvalue (a repeated or zero singular value)
+  a derivative through them is an :class:`~adswitch.errors.UnsupportedError` (they are
+  not unique there; ``eigvalsh``/``svdvals`` and symmetric functions of the values are
+  differentiated).
 * ``qr`` of a wide matrix (``m < n``) is the ``qr`` of its first ``m`` columns and
   ``R``'s other columns ``Q^T x[..., m:]`` (the same numbers as numpy's).
 """
@@ -31,7 +36,7 @@ from .axes import constants_only, like_inputs, ndim_of
 
 __all__ = [
     "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "det", "eigh",
-    "eigvalsh", "inv", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+    "eigvalsh", "inv", "pinv", "qr", "singular_values", "slogdet", "solve", "svd", "svdvals",
 ]  # fmt: skip
 
 _ALL = slice(None)
@@ -120,15 +125,15 @@ def eigh(x: Any, /) -> EighResult:
     triangle read, as numpy does)."""
     if not _traced(x):
         return constants_only("linalg.eigh", np.linalg.eigh, x)  # type: ignore[no-any-return]
-    packed = M.eigh(x)
-    return EighResult(_part(packed, 0, _ALL), _part(packed, slice(1, None), _ALL))
+    packed = M.eigh(x, name="eigh")
+    return EighResult(_part(packed, 0, _ALL), M.eigenvectors(packed, name="eigh"))
 
 
 def eigvalsh(x: Any, /) -> Any:
     """Eigenvalues (ascending) of symmetric matrices."""
     if not _traced(x):
         return constants_only("linalg.eigvalsh", np.linalg.eigvalsh, x)
-    return _part(M.eigh(x), 0, _ALL)
+    return _part(M.eigh(x, name="eigvalsh"), 0, _ALL)
 
 
 def qr(x: Any, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResult:
@@ -152,9 +157,9 @@ def qr(x: Any, /, *, mode: Literal["reduced", "complete"] = "reduced") -> QRResu
     return QRResult(q, P.concat(r_left, r_right, axis=-1))
 
 
-def _svd_packed(x: Any) -> tuple[Any, int]:
+def _svd_packed(x: Any, name: str) -> tuple[Any, int]:
     rows = _shape(x)[-2]
-    return M.svd(x, rows=rows), rows
+    return M.svd(x, rows=rows, name=name), rows
 
 
 def svd(x: Any, /, *, full_matrices: builtins.bool = True) -> SVDResult:
@@ -170,18 +175,23 @@ def svd(x: Any, /, *, full_matrices: builtins.bool = True) -> SVDResult:
             "extra singular vectors are any orthonormal basis of the complement and have "
             "no derivative. Fix: full_matrices=False."
         )
-    packed, rows = _svd_packed(x)
-    v = _part(packed, slice(rows + 1, None), _ALL)
-    return SVDResult(
-        _part(packed, slice(None, rows), _ALL), _part(packed, rows, _ALL), P.matrix_transpose(v)
-    )
+    packed, rows = _svd_packed(x, "svd")
+    u = M.singular_vectors(packed, rows=rows, side="U")
+    v = M.singular_vectors(packed, rows=rows, side="V")
+    return SVDResult(u, _part(packed, rows, _ALL), P.matrix_transpose(v))
 
 
 def svdvals(x: Any, /) -> Any:
     """The singular values, descending."""
     if not _traced(x):
         return constants_only("linalg.svdvals", np.linalg.svdvals, x)
-    packed, rows = _svd_packed(x)
+    return singular_values(x, "svdvals")
+
+
+def singular_values(x: Any, name: str) -> Any:
+    """The singular values of a traced ``x``, for ``xp.linalg.{name}`` (the function its
+    errors name: ``svdvals``, ``matrix_norm``)."""
+    packed, rows = _svd_packed(x, name)
     return _part(packed, rows, _ALL)
 
 

@@ -4,14 +4,17 @@ Compositions of the primitives: ``matmul``, ``matrix_transpose``, ``tensordot``,
 ``vecdot``, ``cross``, ``diagonal``, ``trace``, ``outer``, ``vector_norm``,
 ``matrix_norm`` and ``matrix_power``; norms at zero have gradient 0 (a subgradient, as
 ``abs`` at 0), ties in a max/min norm split evenly. ``matrix_norm`` of ord ``2``, ``-2``
-and ``'nuc'`` is the max, min and sum of the singular values (at a repeated largest or
-smallest one, the even split: a subgradient; ``'nuc'`` at a rank-deficient matrix:
-``U V^T``, a subgradient). ``matrix_power`` with ``n < 0`` is a power of ``inv``.
+and ``'nuc'`` is the max, min and sum of the singular values (at a largest or smallest
+one repeated to rounding, the even split ``U_k V_k^T / k``: a subgradient; ``'nuc'`` at a
+rank-deficient matrix: ``U V^T``, a subgradient); their second derivatives at repeated
+or zero singular values are refused. ``matrix_power`` with ``n < 0`` is a power of ``inv``.
 ``matrix_rank`` has a zero derivative. The factorizations and solvers (``cholesky``,
 ``det``, ``eigh``, ``eigvalsh``, ``inv``, ``pinv``, ``qr``, ``slogdet``, ``solve``,
 ``svd``, ``svdvals``) are primitives with rules of their own (``xp/decompositions.py``;
 how each handles singular matrices and repeated eigenvalues: ``rules/matrix_solvers.py``,
-``rules/matrix_factorizations.py``). Part of the namespace.
+``rules/matrix_factorizations.py``; at a repeated eigenvalue or singular value,
+functions of the eigen-/singular vectors are refused, symmetric functions of the values
+keep their first derivative: ``rules/matrix_spectra.py``). Part of the namespace.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from ..conversions import carries_gradient
 from ..rules import primitives as P
+from ..rules.matrix_helpers import tolerance
 from ..tracer import Tracer, raw
 from .axes import axes_of, constants_only, like_inputs, ndim_of
 from .decompositions import (
@@ -33,6 +37,7 @@ from .decompositions import (
     inv,
     pinv,
     qr,
+    singular_values,
     slogdet,
     solve,
     svd,
@@ -149,10 +154,24 @@ def matrix_norm(
         out = extreme(sum(P.abs(x), axis=summed, keepdims=True), axis=pick, keepdims=True)
         return out if keepdims else P.reshape(out, shape=np.shape(raw(out))[:-2])
     if ord in (2, -2, "nuc"):
-        s = svdvals(x)
-        out = max(s, axis=-1) if ord == 2 else min(s, axis=-1) if ord == -2 else sum(s, axis=-1)
+        out = _spectral_norm(singular_values(x, "matrix_norm"), ord)
         return P.reshape(out, shape=(*np.shape(raw(out)), 1, 1)) if keepdims else out
     raise ValueError(f"matrix_norm: ord must be 'fro', 'nuc', +-1, +-2 or +-inf, not {ord!r}")
+
+
+def _spectral_norm(s: Any, ord: Any) -> Any:
+    """The largest (``2``), smallest (``-2``) singular value or their sum (``'nuc'``).
+    Values equal to the extreme to rounding (not exactly: ``max`` splits exact ties) share
+    its slope evenly, a weighted sum -- the slope of a repeated extreme is the even split,
+    the one the rules accept (equal cotangents for equal values)."""
+    if ord == "nuc":
+        return sum(s, axis=-1)
+    values = np.asarray(raw(s))
+    extreme = values[..., :1] if ord == 2 else values[..., -1:]
+    near = np.abs(values - extreme) <= tolerance(values)
+    if (near == (values == extreme)).all():
+        return max(s, axis=-1) if ord == 2 else min(s, axis=-1)
+    return sum(s * (near / np.sum(near, axis=-1, keepdims=True)), axis=-1)
 
 
 def matrix_power(x: Any, n: int, /) -> Any:
