@@ -7,21 +7,21 @@ again), jit- and vmap-compatible: the degenerate cases are masks, never Python b
 
 * ``svd`` (``full_matrices=False``): ``dU = U (Fm o sym(dP) + Fp o skew(dP)) + (I - U
   U^T) dx V inv(S)``, ``dV = V (Fm o sym(dP) - Fp o skew(dP)) + (I - V V^T) dx^T U
-  inv(S)``, ``dP = U^T dx V``, with ``Fm_ij = 1 / (s_j - s_i)`` 0 between equal singular
-  values (the rotation their ``U`` and ``V`` columns share) and ``Fp_ij = 1 / (s_j + s_i)``
-  kept (0 only between two zero ones), the ``inv(S)`` terms of zero singular values 0:
-  exact for the functions through ``U_c V_c^T``, ``U_c U_c^T``, ``V_c V_c^T``, first order.
-  ``full_matrices=True`` of a non-square matrix is an ``UnsupportedError`` when
-  differentiated (its extra columns have no derivative; jax raises
-  ``NotImplementedError``).
+  inv(S)``, ``dP = U^T dx V``, ``Fm_ij = 1 / (s_j - s_i)``, ``Fp_ij = 1 / (s_j + s_i)``.
+  At a repeated (or, non-square, a zero) singular value the singular vectors are not
+  unique, and their cotangent does not determine a derivative (``sum(U diag(s - 1) Vh)``
+  and ``sum(s)`` give the same cotangents at the identity, and different gradients): as
+  the autograd engine's rules (``adswitch_autograd.linalg_factors``), any cotangent of
+  ``U`` or ``Vh`` there is refused (``UnsupportedError``), and so is forward mode through
+  ``svd`` (a ``jvp`` pushes every output, used or not) -- by zero-valued linear terms
+  (:func:`._linalg_checks.linear_check`), which add 0 elsewhere. ``full_matrices=True``
+  of a non-square matrix is an ``UnsupportedError`` when differentiated (its extra
+  columns have no derivative; jax raises ``NotImplementedError``).
 * ``svdvals`` and ``matrix_norm`` (2, -2, ``'nuc'``): ``ds = diag(U^T dx V)``, a
   subgradient where they repeat or vanish; ``matrix_norm('fro')`` through
   ``vector_norm`` (its subgradient 0 at 0).
 * a second derivative at a repeated (or, non-square, zero) singular value is an
-  ``UnsupportedError`` (:func:`._linalg_checks.guard` on the rules' coefficients): the
-  dropped terms are exact to first order only. Known limit: as for ``eigh``
-  (``_linalg_eigh``), functions of the singular vectors the dropped terms are not exact
-  for cannot be refused (a custom_jvp rule sees no cotangents).
+  ``UnsupportedError`` (:func:`._linalg_checks.guard` on the rules' coefficients).
 
 Imported only once jax is in use (it imports jax).
 """
@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from adswitch.errors import UnsupportedError
-from adswitch_jax._linalg_checks import guard, refusal
+from adswitch_jax._linalg_checks import guard, linear_check, refusal
 from adswitch_jax._linalg_spectra import masks, mT, real_floating, reciprocal, repeated
 
 __all__ = ["SVDResult", "matrix_norm", "svd", "svdvals"]
@@ -53,6 +53,39 @@ _COMPLETE = refusal(
     "basis of a complement of the matrix's range, and have no derivative",
     "call xp.linalg.svd(x, full_matrices=False)",
 )
+
+
+_VECTORS = refusal(
+    "svd",
+    "the matrix has a repeated (or, non-square, a zero) singular value, and f depends on "
+    "its singular vectors -- they are not unique there, and their cotangent does not "
+    "determine a derivative (sum(U diag(s - 1) Vh) and sum(s) give the same cotangents "
+    "at the identity and have different gradients)",
+    "differentiate functions of the singular values alone there (xp.linalg.svdvals, "
+    "xp.linalg.matrix_norm), or move away from the repeated or zero singular value",
+)
+_MOVES_VECTORS = refusal(
+    "svd",
+    "forward mode at a repeated (or, non-square, a zero) singular value: the singular "
+    "vectors are not unique there, and have no derivative (a jvp pushes every output of "
+    "svd, used or not)",
+    "use xp.linalg.svdvals for the singular values, or move away from the repeated or "
+    "zero singular value",
+)
+
+
+def _refused_vectors(tangent: Any, degenerate: Any) -> Any:
+    """``tangent`` plus zeros that refuse, at a ``degenerate`` matrix, a nonzero tangent
+    (forward mode) and any cotangent (reverse mode) of a singular-vector output."""
+    flag = degenerate[..., None, None]
+
+    def moved(t: Any) -> Any:
+        return flag & (t != 0)
+
+    def used(c: Any) -> Any:
+        return jnp.broadcast_to(flag, c.shape)
+
+    return tangent + linear_check(tangent, moved, _MOVES_VECTORS, used, _VECTORS)
 
 
 class SVDResult(NamedTuple):
@@ -101,7 +134,8 @@ def _svd_jvp(primals: Any, tangents: Any) -> Any:
         du = du + (da @ right - left @ dp) * recip
     if n > k:
         dv = dv + (mT(da) @ left - right @ dpt) * recip
-    return (u, s, vh), (du, jnp.diagonal(dp, axis1=-2, axis2=-1), mT(dv))
+    du, dvh = _refused_vectors(du, degenerate), _refused_vectors(mT(dv), degenerate)
+    return (u, s, vh), (du, jnp.diagonal(dp, axis1=-2, axis2=-1), dvh)
 
 
 @jax.custom_jvp

@@ -13,21 +13,18 @@ Taken only where two singular values are equal, or (non-square) one is zero, to 
 ``16 k eps s_max`` (elsewhere the wrappers return torch's own result and rule, the same
 formulas), and for ``full_matrices=True`` of a non-square matrix. There:
 
-* ``Fm`` is 0 between equal singular values: the rotation their ``U`` and ``V`` columns
-  share, which a function through ``U_c V_c^T``, ``U_c U_c^T`` or ``V_c V_c^T`` does not
-  see; ``Fp``, finite there, is kept (so the polar factor ``U V^T`` of an orthogonal matrix
-  has its derivative). ``Fp`` is 0 between two zero singular values, and so are the
-  ``(I - U U^T)``/``(I - V V^T)`` terms of a zero singular value (non-square matrices).
-  Exact for the functions that have a derivative there, first order, reverse and forward.
-* reverse mode refuses (``UnsupportedError``) a cotangent that shows ``f`` is not one of
-  them, when the singular vectors are used: one that changes under the shared rotation
-  (``skew(U^T g_U) + skew(V^T g_V)`` between equal singular values) or, at two zero
-  singular values, under either rotation; that differs between equal singular values
-  (``U h(s) V^T``); that is nonzero on a zero singular value of a non-square matrix (its
-  ``(I - U U^T)`` term would be ``0 / 0``), or on the direction of a null space its
-  vector is any unit vector of. Forward mode cannot see how its tangents are used: it
-  keeps the convention. Functions of the singular values alone (``svdvals``, the
-  spectral norms) get ``U diag(g_s) V^T``: a subgradient where they repeat or vanish.
+* functions of the singular vectors: refused (``UnsupportedError``), in both modes, as
+  the autograd engine's rules (``adswitch_autograd.linalg_factors``): the vectors are not
+  unique there, and their cotangent does not determine a derivative (``sum(U diag(s -
+  1) Vh)`` and ``sum(s)`` give the same cotangents at the identity, and different
+  gradients). Reverse mode refuses any cotangent of ``U`` or ``Vh`` (torch passes
+  ``None`` for an unused output); forward mode any ``jvp`` through ``svd`` there, even if
+  only ``S`` is used (``svdvals`` is not). (The polar factor ``U Vh``, smooth at an
+  orthogonal matrix, is refused there too: write it without the SVD.)
+* functions of the singular values alone (``svdvals``, the spectral norms) get ``U
+  diag(g_s) V^T`` (``Fm`` is 0 between equal singular values, ``Fp`` between two zero
+  ones, and so are the ``(I - U U^T)``/``(I - V V^T)`` terms of a zero one): the
+  derivative of symmetric functions, a subgradient where they repeat or vanish.
 * a second derivative there is refused: the dropped terms are exact to first order only.
 * ``full_matrices=True`` of a non-square matrix: the extra columns of ``U`` (rows of
   ``Vh``) are any basis of a complement; a cotangent on them is refused, and so is forward
@@ -72,29 +69,30 @@ class _Svd(torch.autograd.Function):
     """``torch.linalg.svd(x, full_matrices=False)`` with the rules of the module doc."""
 
     @staticmethod
-    def forward(x: Any) -> Any:
+    def forward(x: Any, vectors: bool) -> Any:
         u, s, vh = torch.linalg.svd(x, full_matrices=False)
         return u, s, vh
 
     @staticmethod
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
         ctx.set_materialize_grads(False)
+        ctx.vectors = inputs[1]
         ctx.save_for_backward(*output)
         ctx.save_for_forward(*output)
 
     @staticmethod
     def backward(ctx: Any, gu: Any, gs: Any, gvh: Any) -> Any:
         u, s, vh = ctx.saved_tensors
-        return svd_gradient(u, s, vh, gu, gs, gvh)
+        return svd_gradient(u, s, vh, gu, gs, gvh), None
 
     @staticmethod
-    def jvp(ctx: Any, dx: Any) -> Any:
+    def jvp(ctx: Any, dx: Any, _: Any) -> Any:
         u, s, vh = ctx.saved_tensors
-        return svd_tangent(u, s, vh, dx)
+        return svd_tangent(u, s, vh, dx, ctx.vectors)
 
     @staticmethod
-    def vmap(info: Any, in_dims: Any, x: Any) -> Any:
-        return stacked(_Svd, info, in_dims, (x,))
+    def vmap(info: Any, in_dims: Any, x: Any, vectors: bool) -> Any:
+        return stacked(_Svd, info, in_dims, (x, vectors))
 
 
 class _CompleteSvd(torch.autograd.Function):
@@ -168,7 +166,7 @@ def svd(native: Any) -> Any:
         result = native(x, full_matrices=False)
         if _regular(x, result.S):
             return result  # torch's rule is right here
-        return _RESULT(_Svd.apply(x))  # type: ignore[no-untyped-call]
+        return _RESULT(_Svd.apply(x, True))  # type: ignore[no-untyped-call]
 
     return svd
 
@@ -182,7 +180,7 @@ def svdvals(native: Any) -> Any:
         values = native(x, *args, **kwargs)
         if args or kwargs or not _differentiable(x) or _regular(x, values):
             return values  # (torch's rule is right where _regular)
-        return _Svd.apply(x)[1]  # type: ignore[no-untyped-call]
+        return _Svd.apply(x, False)[1]  # type: ignore[no-untyped-call]
 
     return svdvals
 
