@@ -218,6 +218,8 @@ def test_functions_of_the_eigenvalues_at_a_repeated_one() -> None:
     assert float(tangent) == pytest.approx(6.0, abs=1e-12)
     with pytest.raises(UnsupportedError, match=r"eigvalsh.*splits it.*Fix:"):
         ad.jvp(trace_of_eigvalsh, (np.eye(3),), (E01,), backend=B)
+    with pytest.raises(UnsupportedError, match=r"eigvalsh.*splits it.*Fix: use reverse mode"):
+        ad.jacobian(trace_of_eigvalsh, np.eye(3), backend=B, mode="forward")
     with pytest.raises(UnsupportedError, match=r"eigvalsh.*different cotangents.*Fix:.*sum"):
         ad.gradient(lambda x: xp_of(x).linalg.eigvalsh(x)[-1], np.eye(3), backend=B)
 
