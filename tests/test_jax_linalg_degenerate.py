@@ -225,6 +225,35 @@ def test_functions_of_the_eigenvalues_at_a_repeated_one() -> None:
 
 
 # -- svd at a repeated singular value: functions of the singular vectors are refused -------
+def test_functions_of_repeated_and_zero_singular_values_alone() -> None:
+    """Symmetric in the repeated ones: computed in reverse mode (the spectral norms spread
+    their slope over the tied ones: basis-independent); a zero one has slope 0 (a kink, as
+    ``abs`` at 0); different cotangents for equal ones, and forward mode in a direction
+    that splits them, are refused."""
+
+    def norm(order: Any) -> Any:
+        return lambda x: xp_of(x).linalg.matrix_norm(x, ord=order)
+
+    for order, expected in ((2, ROTATION / 3.0), (-2, ROTATION / 3.0), ("nuc", ROTATION)):
+        (g,) = ad.gradient(norm(order), ROTATION.copy(), backend=B)
+        np.testing.assert_allclose(g, expected, atol=1e-12)
+    rank_one = np.diag([2.0, 0.0, 0.0])
+    for order, expected in (
+        (2, np.diag([1.0, 0, 0])),
+        (-2, np.zeros((3, 3))),
+        ("nuc", np.diag([1.0, 0, 0])),
+    ):
+        (g,) = ad.gradient(norm(order), rank_one.copy(), backend=B)
+        np.testing.assert_allclose(g, expected, atol=1e-12)
+    with pytest.raises(UnsupportedError, match=r"svdvals.*different cotangents.*Fix:"):
+        ad.gradient(lambda x: xp_of(x).linalg.svdvals(x)[0], ROTATION.copy(), backend=B)
+    for a in (ROTATION, rank_one):
+        with pytest.raises(UnsupportedError, match=r"svdvals.*forward-mode.*Fix:"):
+            ad.jvp(norm("nuc"), (a.copy(),), (E01,), backend=B)
+    _, tangent = ad.jvp(norm(2), (ROTATION.copy(),), (ROTATION.copy(),), backend=B)
+    assert float(tangent) == pytest.approx(1.0, abs=1e-12)  # along x: the norm scales
+
+
 def test_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused() -> None:
     for f, a in ((reconstruction_svd, np.eye(3)), (polar, ROTATION)):
         with pytest.raises(UnsupportedError, match=r"linalg\.svd .*singular value.*Fix:"):

@@ -8,13 +8,14 @@ function's doc, is jax's own):
   2/-2/``'nuc'`` (``_linalg_svd``): at repeated eigenvalues and repeated (or, non-square,
   zero) singular values, the autograd engine's convention instead of jax's NaN or zeroed
   pair: functions of the values get their first derivative in reverse mode where it
-  exists (symmetric in the repeated values; ``svdvals`` and the spectral norms: ``U
-  diag(g_s) V^T``, a subgradient where the cotangents differ); a different cotangent for
-  equal eigenvalues or a forward tangent that splits one is an ``UnsupportedError``, and
-  so is any derivative through the eigen- or singular vectors there (reverse mode: a check on
-  the cotangent, in the transpose of a zero-valued linear term of the rule); second
-  derivatives there are refused; ``svd(full_matrices=True)`` of a non-square matrix is
-  refused when differentiated (jax: ``NotImplementedError``).
+  exists (symmetric in the repeated values; a zero singular value has slope 0; the
+  spectral norms spread their slope over tied singular values, independent of the
+  basis); a different cotangent for equal values or a forward tangent that splits one is
+  an ``UnsupportedError``, and so is any derivative through the eigen- or singular
+  vectors there (reverse mode: a check on the cotangent, in the transpose of a
+  zero-valued linear term of the rule); second derivatives there are refused;
+  ``svd(full_matrices=True)`` of a non-square matrix is refused when differentiated
+  (jax: ``NotImplementedError``).
 * ``slogdet`` at a singular matrix, ``qr`` of dependent columns (``_linalg_guards``): an
   ``UnsupportedError`` instead of ``inf``/NaN or ``1/eps``.
 * ``vector_norm`` (``p > 1``) and ``matrix_norm('fro')`` at 0: the subgradient 0

@@ -17,9 +17,14 @@ again), jit- and vmap-compatible: the degenerate cases are masks, never Python b
   (:func:`._linalg_checks.linear_check`), which add 0 elsewhere. ``full_matrices=True``
   of a non-square matrix is an ``UnsupportedError`` when differentiated (its extra
   columns have no derivative; jax raises ``NotImplementedError``).
-* ``svdvals`` and ``matrix_norm`` (2, -2, ``'nuc'``): ``ds = diag(U^T dx V)``, a
-  subgradient where they repeat or vanish; ``matrix_norm('fro')`` through
-  ``vector_norm`` (its subgradient 0 at 0).
+* ``svdvals`` and ``matrix_norm`` (2, -2, ``'nuc'``): ``ds = diag(U^T dx V)``, slope 0 on
+  a zero singular value (a kink, as ``abs`` at 0). At repeated ones, reverse mode needs
+  equal cotangents for them (symmetric functions); different ones are refused, and so is
+  forward mode in a direction that splits a repeated one or moves a zero one (linear
+  checks, as ``svd``'s). ``matrix_norm`` ord 2/-2 spreads its slope equally over the
+  singular values tied with the largest (smallest): ``U_k V_k^T / k``, independent of
+  the basis. ``matrix_norm('fro')`` goes through ``vector_norm`` (its subgradient 0 at
+  0).
 * a second derivative at a repeated (or, non-square, zero) singular value is an
   ``UnsupportedError`` (:func:`._linalg_checks.guard` on the rules' coefficients).
 
@@ -35,7 +40,15 @@ import jax.numpy as jnp
 
 from adswitch.errors import UnsupportedError
 from adswitch_jax._linalg_checks import guard, linear_check, refusal
-from adswitch_jax._linalg_spectra import masks, mT, real_floating, reciprocal, repeated
+from adswitch_jax._linalg_spectra import (
+    differences,
+    masks,
+    mT,
+    real_floating,
+    reciprocal,
+    repeated,
+    tolerance,
+)
 
 __all__ = ["SVDResult", "matrix_norm", "svd", "svdvals"]
 
@@ -55,6 +68,21 @@ _COMPLETE = refusal(
 )
 
 
+_KINK = refusal(
+    "svdvals (or svd)",
+    "two equal singular values get different cotangents: neither has a derivative of its "
+    "own where they meet (the sorted singular values have a kink there)",
+    "differentiate a symmetric function of the repeated singular values (their sum; "
+    "xp.linalg.matrix_norm(x, ord=2) spreads its slope over them), or move away from the "
+    "repeated singular value",
+)
+_SPLITS = refusal(
+    "svdvals (or svd, matrix_norm)",
+    "a forward-mode derivative at a repeated or zero singular value, in a direction that "
+    "splits or moves it from 0 (the sorted singular values have a kink there)",
+    "use reverse mode (ad.gradient) for a symmetric function of the singular values, or "
+    "move away from the repeated or zero singular value",
+)
 _VECTORS = refusal(
     "svd",
     "the matrix has a repeated (or, non-square, a zero) singular value, and f depends on "
@@ -162,7 +190,34 @@ def _svdvals_jvp(primals: Any, tangents: Any) -> Any:
     degenerate = _svd_degenerate(close, zero, eye, a.shape[-2] == a.shape[-1])
     left = guard(u, degenerate, _SECOND_SVD)
     right = guard(mT(vh), degenerate, _SECOND_SVD)
-    return s, jnp.sum(left * (da @ right), axis=-2)
+    live = close & ~eye & ~zero[..., None, :] & ~zero[..., :, None]
+    fixed_u, fixed_v = jax.lax.stop_gradient(u), jax.lax.stop_gradient(mT(vh))
+
+    def splits(t: Any) -> Any:  # a repeated nonzero one split, or a zero one moved
+        dp = mT(fixed_u) @ t @ fixed_v
+        diagonal = jnp.diagonal(dp, axis1=-2, axis2=-1)
+        unequal = jnp.broadcast_to(differences(diagonal), dp.shape)
+        scale = jnp.max(jnp.abs(t), axis=(-2, -1), keepdims=True)
+        tol = jnp.sqrt(jnp.finfo(t.dtype).eps) * scale  # type: ignore[no-untyped-call]
+        split = live & ((jnp.abs(dp + mT(dp)) > 2 * tol) | (jnp.abs(unequal) > tol))
+        moved = jnp.any(jnp.abs(t @ fixed_v) > tol, axis=-2)
+        moved = moved | jnp.any(jnp.abs(mT(t) @ fixed_u) > tol, axis=-2)
+        return jnp.any(split, axis=(-2, -1)) | jnp.any(zero & moved, axis=-1)
+
+    def kinked(c: Any) -> Any:  # (the cotangent of ds, as U diag(g_s) V^T)
+        gs = jnp.diagonal(mT(fixed_u) @ c @ fixed_v, axis1=-2, axis2=-1)
+        return live & _beyond(differences(gs), gs)
+
+    checked = da + linear_check(da, splits, _SPLITS, kinked, _KINK)
+    slopes = jnp.sum(left * (checked @ right), axis=-2)
+    return s, jnp.where(zero, 0.0, slopes)  # a zero one has a kink (as abs at 0): slope 0
+
+
+def _beyond(x: Any, like: Any) -> Any:
+    """Which entries of ``x`` (``(..., k, k)``) exceed ``sqrt(eps)`` times the largest
+    magnitude of ``like`` (``(..., k)``)."""
+    scale = jnp.max(jnp.abs(like), axis=-1, keepdims=True)[..., None]
+    return jnp.abs(x) > jnp.sqrt(jnp.finfo(like.dtype).eps) * scale  # type: ignore[no-untyped-call]
 
 
 def svdvals(native: Any) -> Any:
@@ -203,7 +258,25 @@ def svd(native: Any) -> Any:
     return svd
 
 
-_SPECTRAL: dict[Any, Any] = {2: jnp.max, -2: jnp.min, "nuc": jnp.sum}
+def _spread_extreme(values: Any, largest: bool) -> Any:
+    """``max`` (``min``) of the sorted singular values ``values``, whose slope is spread
+    equally over those equal to it to within rounding (a basis-independent ``U_k V_k^T /
+    k``, where ``jnp.max`` puts it on the one that rounding made largest; 0 where it is 0,
+    a kink as ``abs`` at 0); the value is ``jnp.max``'s (``jnp.min``'s) exactly."""
+    fixed = jax.lax.stop_gradient(values)
+    end = fixed[..., :1] if largest else fixed[..., -1:]
+    tol = tolerance(fixed)
+    ties = (jnp.abs(fixed - end) <= tol) & (end > tol)
+    weights = ties / jnp.maximum(jnp.sum(ties, axis=-1, keepdims=True), 1)
+    slope = jnp.sum(values * weights, axis=-1) - jnp.sum(fixed * weights, axis=-1)
+    return end[..., 0] + slope
+
+
+_SPECTRAL: dict[Any, Any] = {
+    2: lambda v: _spread_extreme(v, True),
+    -2: lambda v: _spread_extreme(v, False),
+    "nuc": lambda v: jnp.sum(v, axis=-1),
+}
 
 
 def matrix_norm(native: Any, vector_norm: Any) -> Any:
@@ -221,7 +294,7 @@ def matrix_norm(native: Any, vector_norm: Any) -> Any:
         reduce = _SPECTRAL.get(ord) if isinstance(ord, (int, str)) else None
         if reduce is None:
             return native(x, keepdims=keepdims, ord=ord)
-        out = reduce(_svdvals(jnp.asarray(x)), axis=-1)
+        out = reduce(_svdvals(jnp.asarray(x)))
         return out[..., None, None] if keepdims else out
 
     return matrix_norm

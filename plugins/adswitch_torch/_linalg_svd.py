@@ -21,10 +21,14 @@ formulas), and for ``full_matrices=True`` of a non-square matrix. There:
   ``None`` for an unused output); forward mode any ``jvp`` through ``svd`` there, even if
   only ``S`` is used (``svdvals`` is not). (The polar factor ``U Vh``, smooth at an
   orthogonal matrix, is refused there too: write it without the SVD.)
-* functions of the singular values alone (``svdvals``, the spectral norms) get ``U
-  diag(g_s) V^T`` (``Fm`` is 0 between equal singular values, ``Fp`` between two zero
-  ones, and so are the ``(I - U U^T)``/``(I - V V^T)`` terms of a zero one): the
-  derivative of symmetric functions, a subgradient where they repeat or vanish.
+* functions of the singular values alone (``svdvals``, the spectral norms; taken here
+  also at a single zero singular value of a square matrix): reverse mode gives ``U
+  diag(g_s) V^T`` where equal singular values get equal cotangents (symmetric
+  functions), with slope 0 on a zero one (a kink, as ``abs`` at 0); different cotangents
+  for equal ones are refused, and so is forward mode in a direction that splits a
+  repeated one or moves a zero one. ``matrix_norm`` ord 2/-2 spreads its slope equally
+  over the singular values tied with the largest (smallest): ``U_k V_k^T / k``,
+  independent of the basis (``'nuc'``: ``U V^T`` over the nonzero ones).
 * a second derivative there is refused: the dropped terms are exact to first order only.
 * ``full_matrices=True`` of a non-square matrix: the extra columns of ``U`` (rows of
   ``Vh``) are any basis of a complement; a cotangent on them is refused, and so is forward
@@ -49,6 +53,7 @@ from ._linalg_support import (
     refuse_if,
     spread,
     stacked,
+    tolerance,
     traced,
 )
 from ._linalg_svd_rules import svd_gradient, svd_tangent
@@ -139,10 +144,10 @@ def _differentiable(x: Any) -> bool:
 
 def _regular(x: Any, s: Any) -> bool:
     """Whether torch's own rule is right at ``x`` with singular values ``s``: they are
-    plainly distinct, and none is zero (for a non-square matrix)."""
+    plainly distinct, and none is zero."""
     if not distinct(s):
         return False
-    if x.shape[-2] == x.shape[-1] or not s.shape[-1]:
+    if not s.shape[-1]:
         return True
     found = readable(s)
     if found is None:
@@ -185,7 +190,24 @@ def svdvals(native: Any) -> Any:
     return svdvals
 
 
-_SPECTRAL: dict[Any, Any] = {2: torch.amax, -2: torch.amin, "nuc": torch.sum}
+def _spread_extreme(values: Any, largest: bool) -> Any:
+    """``max`` (``min``) of the sorted singular values ``values``, whose slope is spread
+    equally over those equal to it to within rounding (a basis-independent ``U_k V_k^T /
+    k``, where torch's ``amax`` puts it on the one that rounding made largest; 0 where it
+    is 0, a kink as ``abs`` at 0); the value is ``amax``'s (``amin``'s) exactly."""
+    end = values[..., :1] if largest else values[..., -1:]
+    tol = tolerance(values)
+    ties = ((values.detach() - end.detach()).abs() <= tol) & (end.detach() > tol)
+    weights = ties.to(values.dtype) / ties.sum(-1, keepdim=True).clamp(min=1)
+    slope = (values * weights).sum(-1) - (values.detach() * weights).sum(-1)
+    return end[..., 0].detach() + slope
+
+
+_SPECTRAL: dict[Any, Any] = {
+    2: lambda v: _spread_extreme(v, True),
+    -2: lambda v: _spread_extreme(v, False),
+    "nuc": lambda v: torch.sum(v, -1),
+}
 
 
 def matrix_norm(native: Any) -> Any:
@@ -205,7 +227,7 @@ def matrix_norm(native: Any) -> Any:
             if "keepdims" in kwargs:
                 kwargs["keepdim"] = kwargs.pop("keepdims")
             return native(x, *args, **kwargs)
-        out = reduce(values(x), -1)
+        out = reduce(values(x))
         return out[..., None, None] if keep else out
 
     return matrix_norm

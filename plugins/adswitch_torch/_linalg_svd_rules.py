@@ -23,6 +23,7 @@ from ._linalg_support import (
     refusal,
     refuse_if,
     safe_reciprocal,
+    spread,
     sum_reciprocals,
 )
 
@@ -44,6 +45,21 @@ _MOVES_VECTORS = refusal(
     "svd, used or not)",
     "use xp.linalg.svdvals for the singular values, or move away from the repeated or "
     "zero singular value",
+)
+_KINK = refusal(
+    "svdvals (or svd)",
+    "two equal singular values get different cotangents: neither has a derivative of its "
+    "own where they meet (the sorted singular values have a kink there)",
+    "differentiate a symmetric function of the repeated singular values (their sum; "
+    "xp.linalg.matrix_norm(x, ord=2) spreads its slope over them), or move away from the "
+    "repeated singular value",
+)
+_SPLITS = refusal(
+    "svdvals (or svd, matrix_norm)",
+    "a forward-mode derivative at a repeated or zero singular value, in a direction that "
+    "splits or moves it from 0 (the sorted singular values have a kink there)",
+    "use reverse mode (ad.gradient) for a symmetric function of the singular values, or "
+    "move away from the repeated or zero singular value",
 )
 _SECOND = refusal(
     "svd (or svdvals, matrix_norm)",
@@ -75,6 +91,29 @@ def _degenerate(close: Any, zero: Any, square: bool) -> Any:
     return found if square else found | zero.any(-1)
 
 
+def _kinked(close: Any, zero: Any, gs: Any) -> Any:
+    """Per matrix: whether two equal nonzero singular values get different cotangents."""
+    live = close & ~zero[..., None, :] & ~zero[..., :, None]
+    unequal = gs[..., None, :] - gs[..., :, None]
+    scale = gs.detach().abs().amax(-1)[..., None, None]
+    return (live & spread(unequal, scale)).any((-2, -1))
+
+
+def _splits(u: Any, v: Any, close: Any, zero: Any, dx: Any) -> Any:
+    """Per matrix: whether the tangent ``dx`` splits a repeated nonzero singular value
+    (``sym(U_c^T dx V_c)`` not a multiple of the identity) or moves a zero one (``dx v_k``
+    or ``dx^T u_k`` nonzero: ``s_k`` grows as ``|t|``)."""
+    scale = dx.detach().abs().amax((-2, -1), keepdim=True)
+    live = close & ~zero[..., None, :] & ~zero[..., :, None]
+    dp = u.mT @ dx @ v
+    sym = (dp + dp.mT) * 0.5
+    diagonal = torch.diagonal(dp, dim1=-2, dim2=-1)
+    unequal = diagonal[..., None, :] - diagonal[..., :, None]
+    split = (live & (spread(sym, scale) | spread(unequal, scale))).any((-2, -1))
+    moved = spread(dx @ v, scale).any(-2) | spread(dx.mT @ u, scale).any(-2)
+    return split | (zero & moved).any(-1)
+
+
 def _guarded(u: Any, s: Any, vh: Any, close: Any, zero: Any) -> tuple[Any, Any, Any]:
     """The saved factors, guarded against a second derivative where the rules drop terms:
     repeated singular values, or a zero one of a non-square matrix."""
@@ -97,7 +136,9 @@ def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
     if gu is None and gvh is None:
         if gs is None:
             return None
-        return (u * gs[..., None, :]) @ vh
+        refuse_if(_kinked(close, zero, gs), _KINK)
+        slope = torch.where(zero, 0.0, gs)  # a zero one has a kink (as abs at 0): slope 0
+        return (u * slope[..., None, :]) @ vh
     v = vh.mT
     gv = None if gvh is None else gvh.mT
     bu = None if gu is None else u.mT @ gu
@@ -127,6 +168,7 @@ def svd_tangent(u: Any, s: Any, vh: Any, dx: Any, vectors: bool) -> tuple[Any, A
     close, zero = clusters(s), negligible(s)
     if vectors:  # strict: any tangent (they have no derivative there)
         refuse_if(_degenerate(close, zero, m == n), _MOVES_VECTORS)
+    refuse_if(_splits(u, vh.mT, close, zero, dx), _SPLITS)
     u, s, vh = _guarded(u, s, vh, close, zero)
     v = vh.mT
     dp = u.mT @ dx @ v

@@ -12,12 +12,13 @@ every other function and argument, the call is torch's own):
   ``ord`` 2, -2, ``'nuc'`` (``_linalg_svd``), at repeated eigenvalues and repeated (or,
   non-square, zero) singular values -- the autograd engine's convention: functions of the
   values get their first derivative in reverse mode where it exists (symmetric in the
-  repeated values; ``svdvals`` and the spectral norms: ``U diag(g_s) V^T``, a subgradient
-  where the cotangents differ); a different cotangent for equal eigenvalues, or a
-  forward tangent that splits one, is refused; any derivative through the eigen- or
-  singular vectors there is refused (their cotangent does not determine one; torch
-  divides roundoff by roundoff, or gives NaN); second derivatives there are refused; so
-  is a cotangent on the extra columns of ``svd(full_matrices=True)``.
+  repeated values; a zero singular value has slope 0; the spectral norms spread their
+  slope over tied singular values, independent of the basis); a different cotangent for
+  equal values, or a forward tangent that splits one, is refused; any derivative
+  through the eigen- or singular vectors there is refused (their cotangent does not
+  determine one; torch divides roundoff by roundoff, or gives NaN); second derivatives
+  there are refused; so is a cotangent on the extra columns of
+  ``svd(full_matrices=True)``.
 * ``slogdet`` at a singular matrix, ``qr`` of dependent columns (``_linalg_guards``): an
   ``UnsupportedError`` instead of torch's ``inf``/NaN or ``1/eps``; ``qr`` with
   ``mode='r'`` or (tall) ``mode='complete'``: an ``UnsupportedError`` with the fix instead
