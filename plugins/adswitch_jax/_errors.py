@@ -44,9 +44,9 @@ def translate(exc: BaseException) -> BaseException | None:
         'MutationError'
     """
     text = str(exc)
-    if isinstance(exc, jax.errors.JaxRuntimeError):
-        # raised on the host by a linalg rule's check, inside a compiled program
-        return refusal_in(exc)
+    refused = refusal_in(exc)  # raised on the host by a linalg rule's check: compiled
+    if refused is not None or isinstance(exc, jax.errors.JaxRuntimeError):  # (jax's error),
+        return refused  # or eager (a ValueError carrying the text)
     if isinstance(exc, TypeError) and _IMMUTABLE in text:
         return MutationError(
             "jax engine: f assigns into an array in place (x[idx] = v, or a write into a "

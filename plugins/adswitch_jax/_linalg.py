@@ -5,11 +5,17 @@ What changes (real floating arrays; every other function, and the options named 
 function's doc, is jax's own):
 
 * ``eigh``, ``eigvalsh`` (``_linalg_eigh``), ``svd``, ``svdvals``, ``matrix_norm``
-  2/-2/``'nuc'`` (``_linalg_svd``): at repeated eigenvalues and singular values, the terms
-  between equal ones are dropped where that is exact (projectors, the polar factor ``U
-  Vh``, symmetric functions of the values) instead of jax's NaN or zeroed pair; their
-  second derivatives there are an ``UnsupportedError``; ``svd(full_matrices=True)`` of a
-  non-square matrix is one when differentiated (jax: ``NotImplementedError``).
+  2/-2/``'nuc'`` (``_linalg_svd``): at repeated eigenvalues and repeated (or, non-square,
+  zero) singular values, the autograd engine's convention instead of jax's NaN or zeroed
+  pair: functions of the values get their first derivative in reverse mode where it
+  exists (symmetric in the repeated values; a zero singular value has slope 0; the
+  spectral norms spread their slope over tied singular values, independent of the
+  basis); a different cotangent for equal values or a forward tangent that splits one is
+  an ``UnsupportedError``, and so is any derivative through the eigen- or singular
+  vectors there (reverse mode: a check on the cotangent, in the transpose of a
+  zero-valued linear term of the rule); second derivatives there are refused;
+  ``svd(full_matrices=True)`` of a non-square matrix is refused when differentiated
+  (jax: ``NotImplementedError``).
 * ``slogdet`` at a singular matrix, ``qr`` of dependent columns (``_linalg_guards``): an
   ``UnsupportedError`` instead of ``inf``/NaN or ``1/eps``.
 * ``vector_norm`` (``p > 1``) and ``matrix_norm('fro')`` at 0: the subgradient 0

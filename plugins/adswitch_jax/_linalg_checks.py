@@ -13,6 +13,13 @@ jax reports the host's exception as a ``JaxRuntimeError`` carrying its text:
 :func:`refusal_in` finds the message again, for the engine's error translation
 (``_errors``).
 
+:func:`linear_check` refuses a first derivative by the value of its tangent (forward
+mode) or of its cotangent (reverse mode, where a ``custom_jvp`` rule's tangents are
+symbolic): a zero-valued linear term of the tangent, made with
+``jax.lax.custom_linear_solve``, whose solve checks the tangent and whose transpose solve
+checks the cotangent (``jax.custom_derivatives.linear_call`` would fit too, but has no
+batching rule: ``jacrev``, ``vmap`` fail on it).
+
 Imported only once jax is in use (it imports jax).
 """
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -29,7 +37,7 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 
-__all__ = ["guard", "refusal", "refusal_in"]
+__all__ = ["guard", "linear_check", "refusal", "refusal_in"]
 
 _MARK = "<<adswitch-linalg>>"
 _FOUND = re.compile(re.escape(_MARK) + "(.*?)" + re.escape(_MARK), re.DOTALL)
@@ -61,21 +69,23 @@ def refusal_in(exc: BaseException) -> UnsupportedError | None:
     return None if found is None else UnsupportedError(found.group(1))
 
 
-def _host_check(message: str, dtype: Any, bad: Any) -> Any:
+def _host_check(message: str, bad: Any) -> Any:
     if np.any(bad):
         raise UnsupportedError(f"{_MARK}{message}{_MARK}")
-    return np.ones((), dtype)
+    return np.ones((), bool)
 
 
 def _passed(bad: Any, message: str, dtype: Any) -> Any:
-    """A scalar 1 of ``dtype`` -- after the host has raised, if ``bad`` has a true entry."""
-    one = jax.ShapeDtypeStruct((), dtype)  # type: ignore[no-untyped-call]
+    """A scalar 1 of ``dtype`` -- after the host has raised, if ``bad`` has a true entry.
+    (The host answers a boolean: a float it answers may be narrowed to 32 bits where the
+    callback runs outside the call's 64-bit mode, as under ``vmap``, which runs it.)"""
+    one = jax.ShapeDtypeStruct((), bool)  # type: ignore[no-untyped-call]
 
     def ask_host() -> Any:
-        check = partial(_host_check, message, np.dtype(dtype))
+        check = partial(_host_check, message)
         return jax.pure_callback(check, one, bad, vmap_method="sequential")
 
-    return jax.lax.cond(jnp.any(bad), ask_host, lambda: jnp.ones((), dtype))
+    return jax.lax.cond(jnp.any(bad), ask_host, lambda: jnp.ones((), bool)).astype(dtype)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(2,))
@@ -99,3 +109,39 @@ def _guard_jvp(message: str, primals: Any, tangents: Any) -> Any:
     value, bad = primals
     tangent = tangents[0]
     return guard(value, bad, message), tangent * _passed(bad, message, tangent.dtype)
+
+
+def linear_check(
+    tangent: Any,
+    forward_bad: Callable[[Any], Any],
+    forward_message: str,
+    transpose_bad: Callable[[Any], Any],
+    transpose_message: str,
+) -> Any:
+    """Zeros of ``tangent``'s shape, linear in it, that refuse a derivative by value.
+
+    Added into a ``custom_jvp`` rule's tangent output: in forward mode ``tangent`` is
+    concrete and ``forward_bad(tangent)`` is checked; in reverse mode the term is
+    transposed, and ``transpose_bad`` checks the cotangent that reaches it (where it has a
+    true entry, ``UnsupportedError(message)`` is raised on the host, as :func:`guard`).
+    Compiles, batches (``vmap``) and differentiates again (the term stays zero).
+
+    Args:
+        tangent: a floating array, linear in the rule's input tangent.
+        forward_bad: booleans from a tangent: the derivative along it does not exist.
+        forward_message: the forward-mode error's text.
+        transpose_bad: booleans from a cotangent of ``tangent``'s shape: the gradient
+            with it does not exist.
+        transpose_message: the reverse-mode error's text.
+
+    Returns:
+        Zeros of ``tangent``'s shape and dtype.
+    """
+
+    def solve(_: Any, b: Any) -> Any:
+        return b * (0.0 * _passed(forward_bad(b), forward_message, b.dtype))
+
+    def transpose_solve(_: Any, c: Any) -> Any:
+        return c * (0.0 * _passed(transpose_bad(c), transpose_message, c.dtype))
+
+    return jax.lax.custom_linear_solve(lambda x: x, tangent, solve, transpose_solve)

@@ -11,7 +11,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["mT", "masks", "real_floating", "reciprocal", "repeated", "tolerance"]
+__all__ = [
+    "differences", "in_cluster", "mT", "masks", "real_floating", "reciprocal", "repeated",
+    "spread", "tolerance",
+]  # fmt: skip
 
 # How close two computed eigenvalues (singular values) must be to count as equal, in units
 # of n * eps * the largest magnitude (as the tape's and the torch engine's rules).
@@ -54,3 +57,23 @@ def repeated(close: Any, eye: Any) -> Any:
 def real_floating(x: Any) -> bool:
     """Whether ``x`` is a real floating array (the rules' domain; others take jax's)."""
     return bool(jnp.issubdtype(jnp.result_type(x), jnp.floating))
+
+
+def in_cluster(close: Any, eye: Any) -> Any:
+    """``(..., n)``: which values are equal to another one (a repeated value's members)."""
+    return jnp.any(close & ~eye, axis=-2)
+
+
+def differences(values: Any) -> Any:
+    """``[..., i, j] = values_j - values_i``."""
+    return values[..., None, :] - values[..., :, None]
+
+
+def spread(x: Any, axes: int) -> Any:
+    """Which entries of ``x`` are not zero to within ``sqrt(eps)`` times its largest
+    magnitude over its last ``axes`` axes (per matrix): a generous rounding, as what is
+    tested is whether a derivative exists, not a value."""
+    size = jnp.abs(x)
+    scale = jnp.max(size, axis=tuple(range(-axes, 0)), keepdims=True)
+    eps = jnp.finfo(x.dtype).eps  # type: ignore[no-untyped-call]
+    return size > jnp.sqrt(eps) * scale

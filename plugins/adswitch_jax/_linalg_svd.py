@@ -7,21 +7,26 @@ again), jit- and vmap-compatible: the degenerate cases are masks, never Python b
 
 * ``svd`` (``full_matrices=False``): ``dU = U (Fm o sym(dP) + Fp o skew(dP)) + (I - U
   U^T) dx V inv(S)``, ``dV = V (Fm o sym(dP) - Fp o skew(dP)) + (I - V V^T) dx^T U
-  inv(S)``, ``dP = U^T dx V``, with ``Fm_ij = 1 / (s_j - s_i)`` 0 between equal singular
-  values (the rotation their ``U`` and ``V`` columns share) and ``Fp_ij = 1 / (s_j + s_i)``
-  kept (0 only between two zero ones), the ``inv(S)`` terms of zero singular values 0:
-  exact for the functions through ``U_c V_c^T``, ``U_c U_c^T``, ``V_c V_c^T``, first order.
-  ``full_matrices=True`` of a non-square matrix is an ``UnsupportedError`` when
-  differentiated (its extra columns have no derivative; jax raises
-  ``NotImplementedError``).
-* ``svdvals`` and ``matrix_norm`` (2, -2, ``'nuc'``): ``ds = diag(U^T dx V)``, a
-  subgradient where they repeat or vanish; ``matrix_norm('fro')`` through
-  ``vector_norm`` (its subgradient 0 at 0).
+  inv(S)``, ``dP = U^T dx V``, ``Fm_ij = 1 / (s_j - s_i)``, ``Fp_ij = 1 / (s_j + s_i)``.
+  At a repeated (or, non-square, a zero) singular value the singular vectors are not
+  unique, and their cotangent does not determine a derivative (``sum(U diag(s - 1) Vh)``
+  and ``sum(s)`` give the same cotangents at the identity, and different gradients): as
+  the autograd engine's rules (``adswitch_autograd.linalg_factors``), any cotangent of
+  ``U`` or ``Vh`` there is refused (``UnsupportedError``), and so is forward mode through
+  ``svd`` (a ``jvp`` pushes every output, used or not) -- by zero-valued linear terms
+  (:func:`._linalg_checks.linear_check`), which add 0 elsewhere. ``full_matrices=True``
+  of a non-square matrix is an ``UnsupportedError`` when differentiated (its extra
+  columns have no derivative; jax raises ``NotImplementedError``).
+* ``svdvals`` and ``matrix_norm`` (2, -2, ``'nuc'``): ``ds = diag(U^T dx V)``, slope 0 on
+  a zero singular value (a kink, as ``abs`` at 0). At repeated ones, reverse mode needs
+  equal cotangents for them (symmetric functions); different ones are refused, and so is
+  forward mode in a direction that splits a repeated one or moves a zero one (linear
+  checks, as ``svd``'s). ``matrix_norm`` ord 2/-2 spreads its slope equally over the
+  singular values tied with the largest (smallest): ``U_k V_k^T / k``, independent of
+  the basis. ``matrix_norm('fro')`` goes through ``vector_norm`` (its subgradient 0 at
+  0).
 * a second derivative at a repeated (or, non-square, zero) singular value is an
-  ``UnsupportedError`` (:func:`._linalg_checks.guard` on the rules' coefficients): the
-  dropped terms are exact to first order only. Known limit: as for ``eigh``
-  (``_linalg_eigh``), functions of the singular vectors the dropped terms are not exact
-  for cannot be refused (a custom_jvp rule sees no cotangents).
+  ``UnsupportedError`` (:func:`._linalg_checks.guard` on the rules' coefficients).
 
 Imported only once jax is in use (it imports jax).
 """
@@ -34,8 +39,16 @@ import jax
 import jax.numpy as jnp
 
 from adswitch.errors import UnsupportedError
-from adswitch_jax._linalg_checks import guard, refusal
-from adswitch_jax._linalg_spectra import masks, mT, real_floating, reciprocal, repeated
+from adswitch_jax._linalg_checks import guard, linear_check, refusal
+from adswitch_jax._linalg_spectra import (
+    differences,
+    masks,
+    mT,
+    real_floating,
+    reciprocal,
+    repeated,
+    tolerance,
+)
 
 __all__ = ["SVDResult", "matrix_norm", "svd", "svdvals"]
 
@@ -53,6 +66,54 @@ _COMPLETE = refusal(
     "basis of a complement of the matrix's range, and have no derivative",
     "call xp.linalg.svd(x, full_matrices=False)",
 )
+
+
+_KINK = refusal(
+    "svdvals (or svd)",
+    "two equal singular values get different cotangents: neither has a derivative of its "
+    "own where they meet (the sorted singular values have a kink there)",
+    "differentiate a symmetric function of the repeated singular values (their sum; "
+    "xp.linalg.matrix_norm(x, ord=2) spreads its slope over them), or move away from the "
+    "repeated singular value",
+)
+_SPLITS = refusal(
+    "svdvals (or svd, matrix_norm)",
+    "a forward-mode derivative at a repeated or zero singular value, in a direction that "
+    "splits or moves it from 0 (the sorted singular values have a kink there)",
+    "use reverse mode (ad.gradient) for a symmetric function of the singular values, or "
+    "move away from the repeated or zero singular value",
+)
+_VECTORS = refusal(
+    "svd",
+    "the matrix has a repeated (or, non-square, a zero) singular value, and f depends on "
+    "its singular vectors -- they are not unique there, and their cotangent does not "
+    "determine a derivative (sum(U diag(s - 1) Vh) and sum(s) give the same cotangents "
+    "at the identity and have different gradients)",
+    "differentiate functions of the singular values alone there (xp.linalg.svdvals, "
+    "xp.linalg.matrix_norm), or move away from the repeated or zero singular value",
+)
+_MOVES_VECTORS = refusal(
+    "svd",
+    "forward mode at a repeated (or, non-square, a zero) singular value: the singular "
+    "vectors are not unique there, and have no derivative (a jvp pushes every output of "
+    "svd, used or not)",
+    "use xp.linalg.svdvals for the singular values, or move away from the repeated or "
+    "zero singular value",
+)
+
+
+def _refused_vectors(tangent: Any, degenerate: Any) -> Any:
+    """``tangent`` plus zeros that refuse, at a ``degenerate`` matrix, a nonzero tangent
+    (forward mode) and any cotangent (reverse mode) of a singular-vector output."""
+    flag = degenerate[..., None, None]
+
+    def moved(t: Any) -> Any:
+        return flag & (t != 0)
+
+    def used(c: Any) -> Any:
+        return jnp.broadcast_to(flag, c.shape)
+
+    return tangent + linear_check(tangent, moved, _MOVES_VECTORS, used, _VECTORS)
 
 
 class SVDResult(NamedTuple):
@@ -101,7 +162,8 @@ def _svd_jvp(primals: Any, tangents: Any) -> Any:
         du = du + (da @ right - left @ dp) * recip
     if n > k:
         dv = dv + (mT(da) @ left - right @ dpt) * recip
-    return (u, s, vh), (du, jnp.diagonal(dp, axis1=-2, axis2=-1), mT(dv))
+    du, dvh = _refused_vectors(du, degenerate), _refused_vectors(mT(dv), degenerate)
+    return (u, s, vh), (du, jnp.diagonal(dp, axis1=-2, axis2=-1), dvh)
 
 
 @jax.custom_jvp
@@ -128,7 +190,34 @@ def _svdvals_jvp(primals: Any, tangents: Any) -> Any:
     degenerate = _svd_degenerate(close, zero, eye, a.shape[-2] == a.shape[-1])
     left = guard(u, degenerate, _SECOND_SVD)
     right = guard(mT(vh), degenerate, _SECOND_SVD)
-    return s, jnp.sum(left * (da @ right), axis=-2)
+    live = close & ~eye & ~zero[..., None, :] & ~zero[..., :, None]
+    fixed_u, fixed_v = jax.lax.stop_gradient(u), jax.lax.stop_gradient(mT(vh))
+
+    def splits(t: Any) -> Any:  # a repeated nonzero one split, or a zero one moved
+        dp = mT(fixed_u) @ t @ fixed_v
+        diagonal = jnp.diagonal(dp, axis1=-2, axis2=-1)
+        unequal = jnp.broadcast_to(differences(diagonal), dp.shape)
+        scale = jnp.max(jnp.abs(t), axis=(-2, -1), keepdims=True)
+        tol = jnp.sqrt(jnp.finfo(t.dtype).eps) * scale  # type: ignore[no-untyped-call]
+        split = live & ((jnp.abs(dp + mT(dp)) > 2 * tol) | (jnp.abs(unequal) > tol))
+        moved = jnp.any(jnp.abs(t @ fixed_v) > tol, axis=-2)
+        moved = moved | jnp.any(jnp.abs(mT(t) @ fixed_u) > tol, axis=-2)
+        return jnp.any(split, axis=(-2, -1)) | jnp.any(zero & moved, axis=-1)
+
+    def kinked(c: Any) -> Any:  # (the cotangent of ds, as U diag(g_s) V^T)
+        gs = jnp.diagonal(mT(fixed_u) @ c @ fixed_v, axis1=-2, axis2=-1)
+        return live & _beyond(differences(gs), gs)
+
+    checked = da + linear_check(da, splits, _SPLITS, kinked, _KINK)
+    slopes = jnp.sum(left * (checked @ right), axis=-2)
+    return s, jnp.where(zero, 0.0, slopes)  # a zero one has a kink (as abs at 0): slope 0
+
+
+def _beyond(x: Any, like: Any) -> Any:
+    """Which entries of ``x`` (``(..., k, k)``) exceed ``sqrt(eps)`` times the largest
+    magnitude of ``like`` (``(..., k)``)."""
+    scale = jnp.max(jnp.abs(like), axis=-1, keepdims=True)[..., None]
+    return jnp.abs(x) > jnp.sqrt(jnp.finfo(like.dtype).eps) * scale  # type: ignore[no-untyped-call]
 
 
 def svdvals(native: Any) -> Any:
@@ -169,7 +258,25 @@ def svd(native: Any) -> Any:
     return svd
 
 
-_SPECTRAL: dict[Any, Any] = {2: jnp.max, -2: jnp.min, "nuc": jnp.sum}
+def _spread_extreme(values: Any, largest: bool) -> Any:
+    """``max`` (``min``) of the sorted singular values ``values``, whose slope is spread
+    equally over those equal to it to within rounding (a basis-independent ``U_k V_k^T /
+    k``, where ``jnp.max`` puts it on the one that rounding made largest; 0 where it is 0,
+    a kink as ``abs`` at 0); the value is ``jnp.max``'s (``jnp.min``'s) exactly."""
+    fixed = jax.lax.stop_gradient(values)
+    end = fixed[..., :1] if largest else fixed[..., -1:]
+    tol = tolerance(fixed)
+    ties = (jnp.abs(fixed - end) <= tol) & (end > tol)
+    weights = ties / jnp.maximum(jnp.sum(ties, axis=-1, keepdims=True), 1)
+    slope = jnp.sum(values * weights, axis=-1) - jnp.sum(fixed * weights, axis=-1)
+    return end[..., 0] + slope
+
+
+_SPECTRAL: dict[Any, Any] = {
+    2: lambda v: _spread_extreme(v, True),
+    -2: lambda v: _spread_extreme(v, False),
+    "nuc": lambda v: jnp.sum(v, axis=-1),
+}
 
 
 def matrix_norm(native: Any, vector_norm: Any) -> Any:
@@ -187,7 +294,7 @@ def matrix_norm(native: Any, vector_norm: Any) -> Any:
         reduce = _SPECTRAL.get(ord) if isinstance(ord, (int, str)) else None
         if reduce is None:
             return native(x, keepdims=keepdims, ord=ord)
-        out = reduce(_svdvals(jnp.asarray(x)), axis=-1)
+        out = reduce(_svdvals(jnp.asarray(x)))
         return out[..., None, None] if keepdims else out
 
     return matrix_norm

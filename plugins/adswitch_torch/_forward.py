@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from adswitch.errors import UnsupportedError
+from adswitch.errors import AdswitchError, UnsupportedError
 from adswitch.spec import CallInfo, OutputFn
 
 from . import _distributed
@@ -178,6 +178,8 @@ def _by_reverse(
 
 
 def _not_twice_differentiable(exc: RuntimeError) -> Exception:
+    if isinstance(exc, AdswitchError):  # a rule's own refusal (xp.linalg at a degenerate
+        return exc  # point): it says the fix already
     translated = translated_backward(exc, False)
     if translated is not None:
         return translated

@@ -1,5 +1,5 @@
-"""``xp.linalg.eigh`` and ``eigvalsh`` on torch, with derivatives that are right (or
-refused) at repeated eigenvalues, where torch's own rule divides roundoff by roundoff.
+"""``xp.linalg.eigh`` and ``eigvalsh`` on torch, with derivatives that are right -- or
+refused -- at repeated eigenvalues, where torch's own rule divides roundoff by roundoff.
 
 The rules (``x V = V diag(w)``, ``K = V^T sym(dx) V``): ``dw = diag(K)``, ``dV = V (F o
 K)`` with ``F_ij = 1 / (w_j - w_i)``; the gradient is ``V (diag(g_w) + F o skew(V^T
@@ -7,21 +7,26 @@ g_V)) V^T``, symmetric (torch's convention: the derivative of ``eigh(sym(x))``).
 
 Taken only where two eigenvalues are closer than ``16 n eps |w|_max``
 (:mod:`._linalg_support`; elsewhere the wrappers return torch's own result and rule, the
-same formulas). There:
+same formulas). There (as the autograd engine's rules, ``adswitch_autograd.
+linalg_spectral``):
 
-* ``F`` is 0 between equal eigenvalues. That is exact for what has a derivative there:
-  symmetric functions of the eigenvalues and functions of the eigenvectors through the
-  projector onto the repeated eigenvalue's eigenspace (``V_c V_c^T``), first order, in
-  reverse and forward mode.
-* reverse mode refuses (``UnsupportedError``) a cotangent that shows ``f`` is not of that
-  kind: one that changes under a rotation of the eigenspace's basis (``skew(V^T g_V)``
-  nonzero between equal eigenvalues), or that differs between equal eigenvalues while
-  the eigenvectors are used (``tr(C h(x))`` written as ``V h(w) V^T``: dropping its term
-  would be wrong). Forward mode cannot see how its tangents are used: it keeps the
-  convention. Functions of the eigenvalues alone (``eigvalsh``, ``eigh`` whose
-  eigenvectors are unused) get ``V diag(g_w) V^T``: the derivative for symmetric
-  functions, a subgradient at the kink of the others (``min`` of a repeated eigenvalue).
-* a second derivative there is refused: the dropped terms are exact to first order only.
+* functions of the eigenvalues: the first derivative in reverse mode of functions
+  symmetric in the repeated ones (equal cotangents: ``g V_c V_c^T``) is computed;
+  different cotangents for equal eigenvalues (a kink) are refused (``UnsupportedError``),
+  and so is forward mode in a direction that splits a repeated eigenvalue;
+* functions of the eigenvectors: refused, in both modes. The eigenvectors of a repeated
+  eigenvalue are any rotation of one another, and their cotangent does not determine a
+  derivative: ``sum(V diag(w - 1) V^T)`` and ``sum(w)`` give the same cotangents at the
+  identity (0 for ``V``) and have the gradients ``ones`` and ``I``. Reverse mode refuses
+  any cotangent of ``V`` (torch passes ``None`` for an unused output), forward mode a
+  tangent that moves those eigenvectors -- so a ``jvp`` through ``eigh`` there is refused
+  even if only its eigenvalues are used (``eigvalsh`` is not);
+* second derivatives are refused (:func:`._linalg_support.guard_higher`).
+
+A forward-mode Jacobian taken as the derivative of the pullback (``adswitch_torch.
+_forward``) reaches the eigenvalues' term ``V diag(g_w) V^T`` with a symbolic ``g_w``: its
+transpose (:class:`_ValuesPullback`) checks the tangent it is pushed along as forward
+mode does.
 
 Imported only from ``adswitch_torch.linalg`` (it imports torch).
 """
@@ -49,12 +54,34 @@ __all__ = ["eigh", "eigvalsh"]
 _VECTORS = refusal(
     "eigh",
     "the matrix has a repeated eigenvalue, and f depends on the eigenvectors of its "
-    "eigenspace other than through their projector V_c V_c^T, or on the repeated "
-    "eigenvalues other than symmetrically -- the eigenvectors are any rotation of one "
-    "another there, and no derivative follows",
-    "use the eigenvectors of a repeated eigenvalue only through V_c @ V_c.T and its "
-    "eigenvalues only symmetrically (their sum), from one call of eigh (each call is "
-    "checked on its own), or move away from the repeated eigenvalue",
+    "eigenspace -- they are any rotation of one another there, and their cotangent does "
+    "not determine a derivative (sum(V diag(w - 1) V^T) and sum(w) give the same "
+    "cotangents at the identity and have different gradients)",
+    "differentiate functions of the eigenvalues alone there (xp.linalg.eigvalsh, "
+    "symmetric in the repeated ones), write f without the eigenvectors (a matrix "
+    "function as a polynomial or series of x), or move away from the repeated eigenvalue",
+)
+_MOVES_VECTORS = refusal(
+    "eigh",
+    "forward mode at a repeated eigenvalue, in a direction that moves the eigenvectors of "
+    "its eigenspace -- they are any rotation of one another there, and have no derivative "
+    "(a jvp pushes every output of eigh, used or not)",
+    "use xp.linalg.eigvalsh for the eigenvalues, reverse mode (ad.gradient) of a "
+    "symmetric function of them, or move away from the repeated eigenvalue",
+)
+_KINK = refusal(
+    "eigvalsh (or eigh)",
+    "two equal eigenvalues get different cotangents: neither has a derivative of its own "
+    "where they meet (the sorted eigenvalues have a kink there)",
+    "differentiate a symmetric function of the repeated eigenvalues (their sum), or move "
+    "away from the repeated eigenvalue",
+)
+_SPLITS = refusal(
+    "eigvalsh (or eigh)",
+    "a forward-mode derivative, or a second derivative, at a repeated eigenvalue in a "
+    "direction that splits it (the sorted eigenvalues have a kink there)",
+    "use reverse mode (ad.gradient) for a symmetric function of the eigenvalues, or move "
+    "away from the repeated eigenvalue",
 )
 _SECOND = refusal(
     "eigh (or eigvalsh)",
@@ -68,41 +95,91 @@ def _sym(x: Any) -> Any:
     return (x + x.mT) * 0.5
 
 
-def _rotation_dependent(close: Any, skew: Any, gw: Any) -> Any:
-    """Per matrix: whether the cotangent ``(g_w, g_V)`` is not that of a function of the
-    eigenspaces of the repeated eigenvalues (``close``) and of their sum."""
-    scale = skew.detach().abs().amax((-2, -1))
-    if gw is not None:
-        scale = torch.maximum(scale, gw.detach().abs().amax(-1))
-    bad = close & spread(skew, scale[..., None, None])
-    if gw is not None:
-        bad = bad | (close & spread(gw[..., None, :] - gw[..., :, None], scale[..., None, None]))
-    return bad.any((-2, -1))
+def _largest(x: Any) -> Any:
+    """``(..., 1, 1)``: the largest magnitude of each matrix of ``x``."""
+    return x.detach().abs().amax((-2, -1), keepdim=True)
+
+
+def _kinked(close: Any, gw: Any) -> Any:
+    """Per matrix: whether two equal eigenvalues get different cotangents ``gw``."""
+    unequal = gw[..., None, :] - gw[..., :, None]
+    scale = gw.detach().abs().amax(-1)[..., None, None]
+    return (close & spread(unequal, scale)).any((-2, -1))
+
+
+def _splits(close: Any, k: Any) -> Any:
+    """Per matrix: whether the tangent ``k = V^T sym(dx) V`` splits a repeated eigenvalue
+    (its block on the eigenspace is not a multiple of the identity)."""
+    diagonal = torch.diagonal(k, dim1=-2, dim2=-1)
+    scale = _largest(k)
+    unequal = diagonal[..., None, :] - diagonal[..., :, None]
+    return (close & (spread(k, scale) | spread(unequal, scale))).any((-2, -1))
+
+
+def _moves_vectors(close: Any, k: Any) -> Any:
+    """Per matrix: whether the tangent ``k`` moves an eigenvector of a repeated
+    eigenvalue (a nonzero column of ``k`` at it)."""
+    columns = close.any(-2)[..., None, :]
+    return (columns & spread(k, _largest(k))).any((-2, -1))
+
+
+class _ValuesPullback(torch.autograd.Function):
+    """``V diag(g_w) V^T`` (the gradient of the eigenvalues at a repeated one), whose
+    derivative in ``g_w`` -- a forward-mode Jacobian taken through the pullback -- checks
+    that the tangent does not split the repeated eigenvalue."""
+
+    @staticmethod
+    def forward(gw: Any, v: Any, close: Any) -> Any:
+        return (v * gw[..., None, :]) @ v.mT
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+        gw, v, close = inputs
+        ctx.save_for_backward(gw, v, close)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        gw, v, close = ctx.saved_tensors
+        two = grad + grad.mT
+        k = v.mT @ (two * 0.5) @ v
+        refuse_if(_splits(close, k), _SPLITS)
+        return torch.diagonal(k, dim1=-2, dim2=-1), two @ (v * gw[..., None, :]), None
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Any, gw: Any, v: Any, close: Any) -> Any:
+        return stacked(_ValuesPullback, info, in_dims, (gw, v, close))
 
 
 def eigh_gradient(w: Any, v: Any, gw: Any, gv: Any) -> Any:
     """The gradient of ``eigh`` from the cotangents of its outputs (``None``: unused)."""
     close = clusters(w)
     degenerate = close.any((-2, -1))
+    if gv is not None:  # whatever its value (module doc)
+        refuse_if(degenerate, _VECTORS)
     w, v = guard_higher(w, degenerate, _SECOND), guard_higher(v, degenerate, _SECOND)
-    inner = None if gw is None else torch.diag_embed(gw)
+    if gw is None:
+        return v @ (gap_reciprocals(w, close) * _skew(v.mT @ gv)) @ v.mT
+    refuse_if(_kinked(close, gw), _KINK)
+    grad = _ValuesPullback.apply(gw, v, close)  # type: ignore[no-untyped-call]
     if gv is not None:
-        b = v.mT @ gv
-        skew = (b - b.mT) * 0.5
-        refuse_if(_rotation_dependent(close, skew, gw), _VECTORS)
-        term = gap_reciprocals(w, close) * skew
-        inner = term if inner is None else inner + term
-    if inner is None:
-        return None
-    return v @ inner @ v.mT
+        grad = grad + v @ (gap_reciprocals(w, close) * _skew(v.mT @ gv)) @ v.mT
+    return grad
 
 
-def eigh_tangent(w: Any, v: Any, dx: Any) -> tuple[Any, Any]:
-    """The tangents ``(dw, dV)`` of ``eigh`` along ``dx``."""
+def _skew(b: Any) -> Any:
+    return (b - b.mT) * 0.5
+
+
+def eigh_tangent(w: Any, v: Any, dx: Any, vectors: bool) -> tuple[Any, Any]:
+    """The tangents ``(dw, dV)`` of ``eigh`` along ``dx`` (``vectors``: whether the
+    eigenvectors are an output, as ``eigvalsh``'s are not)."""
     close = clusters(w)
     degenerate = close.any((-2, -1))
     w, v = guard_higher(w, degenerate, _SECOND), guard_higher(v, degenerate, _SECOND)
     k = v.mT @ _sym(dx) @ v
+    if vectors:
+        refuse_if(_moves_vectors(close, k), _MOVES_VECTORS)
+    refuse_if(_splits(close, k), _SPLITS)
     dw = torch.diagonal(k, dim1=-2, dim2=-1)
     return dw, v @ (gap_reciprocals(w, close) * k)
 
@@ -111,29 +188,30 @@ class _Eigh(torch.autograd.Function):
     """``torch.linalg.eigh`` with the rules of the module doc (reverse, forward, vmap)."""
 
     @staticmethod
-    def forward(x: Any) -> Any:
+    def forward(x: Any, vectors: bool) -> Any:
         w, v = torch.linalg.eigh(x)
         return w, v
 
     @staticmethod
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
         ctx.set_materialize_grads(False)
+        ctx.vectors = inputs[1]
         ctx.save_for_backward(*output)
         ctx.save_for_forward(*output)
 
     @staticmethod
     def backward(ctx: Any, gw: Any, gv: Any) -> Any:
         w, v = ctx.saved_tensors
-        return eigh_gradient(w, v, gw, gv)
+        return eigh_gradient(w, v, gw, gv), None
 
     @staticmethod
-    def jvp(ctx: Any, dx: Any) -> Any:
+    def jvp(ctx: Any, dx: Any, _: Any) -> Any:
         w, v = ctx.saved_tensors
-        return eigh_tangent(w, v, dx)
+        return eigh_tangent(w, v, dx, ctx.vectors)
 
     @staticmethod
-    def vmap(info: Any, in_dims: Any, x: Any) -> Any:
-        return stacked(_Eigh, info, in_dims, (x,))
+    def vmap(info: Any, in_dims: Any, x: Any, vectors: bool) -> Any:
+        return stacked(_Eigh, info, in_dims, (x, vectors))
 
 
 _RESULT = getattr(torch.return_types, "linalg_eigh")  # noqa: B009  (not in torch's stubs)
@@ -151,7 +229,7 @@ def eigh(native: Any) -> Any:
             return result
         if distinct(result.eigenvalues):
             return result  # torch's rule is right here
-        return _RESULT(_Eigh.apply(x))  # type: ignore[no-untyped-call]
+        return _RESULT(_Eigh.apply(x, True))  # type: ignore[no-untyped-call]
 
     return eigh
 
@@ -167,6 +245,6 @@ def eigvalsh(native: Any) -> Any:
             return values
         if distinct(values):
             return values  # torch's rule is right here
-        return _Eigh.apply(x)[0]  # type: ignore[no-untyped-call]
+        return _Eigh.apply(x, False)[0]  # type: ignore[no-untyped-call]
 
     return eigvalsh

@@ -13,21 +13,22 @@ Taken only where two singular values are equal, or (non-square) one is zero, to 
 ``16 k eps s_max`` (elsewhere the wrappers return torch's own result and rule, the same
 formulas), and for ``full_matrices=True`` of a non-square matrix. There:
 
-* ``Fm`` is 0 between equal singular values: the rotation their ``U`` and ``V`` columns
-  share, which a function through ``U_c V_c^T``, ``U_c U_c^T`` or ``V_c V_c^T`` does not
-  see; ``Fp``, finite there, is kept (so the polar factor ``U V^T`` of an orthogonal matrix
-  has its derivative). ``Fp`` is 0 between two zero singular values, and so are the
-  ``(I - U U^T)``/``(I - V V^T)`` terms of a zero singular value (non-square matrices).
-  Exact for the functions that have a derivative there, first order, reverse and forward.
-* reverse mode refuses (``UnsupportedError``) a cotangent that shows ``f`` is not one of
-  them, when the singular vectors are used: one that changes under the shared rotation
-  (``skew(U^T g_U) + skew(V^T g_V)`` between equal singular values) or, at two zero
-  singular values, under either rotation; that differs between equal singular values
-  (``U h(s) V^T``); that is nonzero on a zero singular value of a non-square matrix (its
-  ``(I - U U^T)`` term would be ``0 / 0``), or on the direction of a null space its
-  vector is any unit vector of. Forward mode cannot see how its tangents are used: it
-  keeps the convention. Functions of the singular values alone (``svdvals``, the
-  spectral norms) get ``U diag(g_s) V^T``: a subgradient where they repeat or vanish.
+* functions of the singular vectors: refused (``UnsupportedError``), in both modes, as
+  the autograd engine's rules (``adswitch_autograd.linalg_factors``): the vectors are not
+  unique there, and their cotangent does not determine a derivative (``sum(U diag(s -
+  1) Vh)`` and ``sum(s)`` give the same cotangents at the identity, and different
+  gradients). Reverse mode refuses any cotangent of ``U`` or ``Vh`` (torch passes
+  ``None`` for an unused output); forward mode any ``jvp`` through ``svd`` there, even if
+  only ``S`` is used (``svdvals`` is not). (The polar factor ``U Vh``, smooth at an
+  orthogonal matrix, is refused there too: write it without the SVD.)
+* functions of the singular values alone (``svdvals``, the spectral norms; taken here
+  also at a single zero singular value of a square matrix): reverse mode gives ``U
+  diag(g_s) V^T`` where equal singular values get equal cotangents (symmetric
+  functions), with slope 0 on a zero one (a kink, as ``abs`` at 0); different cotangents
+  for equal ones are refused, and so is forward mode in a direction that splits a
+  repeated one or moves a zero one. ``matrix_norm`` ord 2/-2 spreads its slope equally
+  over the singular values tied with the largest (smallest): ``U_k V_k^T / k``,
+  independent of the basis (``'nuc'``: ``U V^T`` over the nonzero ones).
 * a second derivative there is refused: the dropped terms are exact to first order only.
 * ``full_matrices=True`` of a non-square matrix: the extra columns of ``U`` (rows of
   ``Vh``) are any basis of a complement; a cotangent on them is refused, and so is forward
@@ -52,6 +53,7 @@ from ._linalg_support import (
     refuse_if,
     spread,
     stacked,
+    tolerance,
     traced,
 )
 from ._linalg_svd_rules import svd_gradient, svd_tangent
@@ -72,29 +74,30 @@ class _Svd(torch.autograd.Function):
     """``torch.linalg.svd(x, full_matrices=False)`` with the rules of the module doc."""
 
     @staticmethod
-    def forward(x: Any) -> Any:
+    def forward(x: Any, vectors: bool) -> Any:
         u, s, vh = torch.linalg.svd(x, full_matrices=False)
         return u, s, vh
 
     @staticmethod
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
         ctx.set_materialize_grads(False)
+        ctx.vectors = inputs[1]
         ctx.save_for_backward(*output)
         ctx.save_for_forward(*output)
 
     @staticmethod
     def backward(ctx: Any, gu: Any, gs: Any, gvh: Any) -> Any:
         u, s, vh = ctx.saved_tensors
-        return svd_gradient(u, s, vh, gu, gs, gvh)
+        return svd_gradient(u, s, vh, gu, gs, gvh), None
 
     @staticmethod
-    def jvp(ctx: Any, dx: Any) -> Any:
+    def jvp(ctx: Any, dx: Any, _: Any) -> Any:
         u, s, vh = ctx.saved_tensors
-        return svd_tangent(u, s, vh, dx)
+        return svd_tangent(u, s, vh, dx, ctx.vectors)
 
     @staticmethod
-    def vmap(info: Any, in_dims: Any, x: Any) -> Any:
-        return stacked(_Svd, info, in_dims, (x,))
+    def vmap(info: Any, in_dims: Any, x: Any, vectors: bool) -> Any:
+        return stacked(_Svd, info, in_dims, (x, vectors))
 
 
 class _CompleteSvd(torch.autograd.Function):
@@ -141,10 +144,10 @@ def _differentiable(x: Any) -> bool:
 
 def _regular(x: Any, s: Any) -> bool:
     """Whether torch's own rule is right at ``x`` with singular values ``s``: they are
-    plainly distinct, and none is zero (for a non-square matrix)."""
+    plainly distinct, and none is zero."""
     if not distinct(s):
         return False
-    if x.shape[-2] == x.shape[-1] or not s.shape[-1]:
+    if not s.shape[-1]:
         return True
     found = readable(s)
     if found is None:
@@ -168,7 +171,7 @@ def svd(native: Any) -> Any:
         result = native(x, full_matrices=False)
         if _regular(x, result.S):
             return result  # torch's rule is right here
-        return _RESULT(_Svd.apply(x))  # type: ignore[no-untyped-call]
+        return _RESULT(_Svd.apply(x, True))  # type: ignore[no-untyped-call]
 
     return svd
 
@@ -182,12 +185,29 @@ def svdvals(native: Any) -> Any:
         values = native(x, *args, **kwargs)
         if args or kwargs or not _differentiable(x) or _regular(x, values):
             return values  # (torch's rule is right where _regular)
-        return _Svd.apply(x)[1]  # type: ignore[no-untyped-call]
+        return _Svd.apply(x, False)[1]  # type: ignore[no-untyped-call]
 
     return svdvals
 
 
-_SPECTRAL: dict[Any, Any] = {2: torch.amax, -2: torch.amin, "nuc": torch.sum}
+def _spread_extreme(values: Any, largest: bool) -> Any:
+    """``max`` (``min``) of the sorted singular values ``values``, whose slope is spread
+    equally over those equal to it to within rounding (a basis-independent ``U_k V_k^T /
+    k``, where torch's ``amax`` puts it on the one that rounding made largest; 0 where it
+    is 0, a kink as ``abs`` at 0); the value is ``amax``'s (``amin``'s) exactly."""
+    end = values[..., :1] if largest else values[..., -1:]
+    tol = tolerance(values)
+    ties = ((values.detach() - end.detach()).abs() <= tol) & (end.detach() > tol)
+    weights = ties.to(values.dtype) / ties.sum(-1, keepdim=True).clamp(min=1)
+    slope = (values * weights).sum(-1) - (values.detach() * weights).sum(-1)
+    return end[..., 0].detach() + slope
+
+
+_SPECTRAL: dict[Any, Any] = {
+    2: lambda v: _spread_extreme(v, True),
+    -2: lambda v: _spread_extreme(v, False),
+    "nuc": lambda v: torch.sum(v, -1),
+}
 
 
 def matrix_norm(native: Any) -> Any:
@@ -207,7 +227,7 @@ def matrix_norm(native: Any) -> Any:
             if "keepdims" in kwargs:
                 kwargs["keepdim"] = kwargs.pop("keepdims")
             return native(x, *args, **kwargs)
-        out = reduce(values(x), -1)
+        out = reduce(values(x))
         return out[..., None, None] if keep else out
 
     return matrix_norm

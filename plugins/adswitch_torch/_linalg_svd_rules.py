@@ -1,6 +1,7 @@
 """The gradient and tangent rules of the reduced SVD on torch, at the degenerate points
 ``_linalg_svd`` hands them (the formulas and conventions: its module doc), and the
-cotangent checks that refuse the functions those conventions are not exact for.
+refusals: at a repeated (or, non-square, a zero) singular value any cotangent of the
+singular vectors, and forward mode through them.
 
 Written in differentiable torch operations on the saved factors, which are guarded
 against a second derivative where terms are dropped (:func:`._linalg_support.guard_higher`).
@@ -30,14 +31,35 @@ __all__ = ["svd_gradient", "svd_tangent"]
 
 _VECTORS = refusal(
     "svd",
-    "the matrix has a repeated (or zero) singular value, and f depends on its singular "
-    "vectors other than through U_c V_c^T, U_c U_c^T or V_c V_c^T, or on the repeated "
-    "singular values other than symmetrically -- the singular vectors are not unique "
-    "there, and no derivative follows",
-    "use the singular vectors of a repeated singular value only through those products "
-    "(the polar factor U @ Vh) and the singular values only symmetrically, from one "
-    "call of svd (each call is checked on its own); use xp.linalg.svdvals for functions "
-    "of the singular values, or move away from the repeated or zero singular value",
+    "the matrix has a repeated (or, non-square, a zero) singular value, and f depends on "
+    "its singular vectors -- they are not unique there, and their cotangent does not "
+    "determine a derivative (sum(U diag(s - 1) Vh) and sum(s) give the same cotangents "
+    "at the identity and have different gradients)",
+    "differentiate functions of the singular values alone there (xp.linalg.svdvals, "
+    "xp.linalg.matrix_norm), or move away from the repeated or zero singular value",
+)
+_MOVES_VECTORS = refusal(
+    "svd",
+    "forward mode at a repeated (or, non-square, a zero) singular value: the singular "
+    "vectors are not unique there, and have no derivative (a jvp pushes every output of "
+    "svd, used or not)",
+    "use xp.linalg.svdvals for the singular values, or move away from the repeated or "
+    "zero singular value",
+)
+_KINK = refusal(
+    "svdvals (or svd)",
+    "two equal singular values get different cotangents: neither has a derivative of its "
+    "own where they meet (the sorted singular values have a kink there)",
+    "differentiate a symmetric function of the repeated singular values (their sum; "
+    "xp.linalg.matrix_norm(x, ord=2) spreads its slope over them), or move away from the "
+    "repeated singular value",
+)
+_SPLITS = refusal(
+    "svdvals (or svd, matrix_norm)",
+    "a forward-mode derivative at a repeated or zero singular value, in a direction that "
+    "splits or moves it from 0 (the sorted singular values have a kink there)",
+    "use reverse mode (ad.gradient) for a symmetric function of the singular values, or "
+    "move away from the repeated or zero singular value",
 )
 _SECOND = refusal(
     "svd (or svdvals, matrix_norm)",
@@ -54,40 +76,6 @@ def _projected_out(vectors: Any, grads: Any, inner: Any) -> Any:
     return grads - vectors @ inner
 
 
-def _largest(part: Any, axes: int) -> Any:
-    """The largest magnitude of ``part`` per matrix (over its last ``axes`` axes)."""
-    return part.detach().abs().flatten(-axes).amax(-1)
-
-
-def _rotation_dependent(s: Any, parts: dict[str, Any], square: bool) -> Any:
-    """Per matrix: whether the cotangent is not that of a function the dropped terms are
-    exact for (module doc). ``parts``: ``gs``, ``su``/``sv`` (``skew(U^T g_U)``,
-    ``skew(V^T g_V)``), ``ru``/``rv`` (``(I - U U^T) g_U``, ``(I - V V^T) g_V``)."""
-    close, zero = clusters(s), negligible(s)
-    gs, su, sv = parts["gs"], parts["su"], parts["sv"]
-    scale = torch.stack(
-        [_largest(p, 1 if name == "gs" else 2) for name, p in parts.items() if p is not None]
-    ).amax(0)
-    pairs = scale[..., None, None]
-    bad = close & spread(_combined(su, sv, 1.0), pairs)
-    both_zero = close & zero[..., None, :] & zero[..., :, None]
-    for one in (su, sv):
-        if one is not None:  # two zero singular values: U_c, V_c rotate independently
-            bad = bad | (both_zero & spread(one, pairs))
-    if gs is not None:
-        bad = bad | (close & spread(gs[..., None, :] - gs[..., :, None], pairs))
-    found = bad.any((-2, -1))
-    if square:
-        return found
-    lone = torch.zeros_like(zero)  # a zero singular value of a non-square matrix
-    if gs is not None:
-        lone = lone | spread(gs, scale[..., None])
-    for rest in (parts["ru"], parts["rv"]):
-        if rest is not None:
-            lone = lone | spread(rest, pairs).any(-2)
-    return found | (zero & lone).any(-1)
-
-
 def _combined(su: Any, sv: Any, sign: float) -> Any:
     """``su + sign * sv``, either of them possibly ``None`` (an unused output: 0)."""
     if sv is None:
@@ -97,12 +85,39 @@ def _combined(su: Any, sv: Any, sign: float) -> Any:
     return su + sv * sign
 
 
+def _degenerate(close: Any, zero: Any, square: bool) -> Any:
+    """Per matrix: repeated singular values, or (non-square) a zero one."""
+    found = close.any((-2, -1))
+    return found if square else found | zero.any(-1)
+
+
+def _kinked(close: Any, zero: Any, gs: Any) -> Any:
+    """Per matrix: whether two equal nonzero singular values get different cotangents."""
+    live = close & ~zero[..., None, :] & ~zero[..., :, None]
+    unequal = gs[..., None, :] - gs[..., :, None]
+    scale = gs.detach().abs().amax(-1)[..., None, None]
+    return (live & spread(unequal, scale)).any((-2, -1))
+
+
+def _splits(u: Any, v: Any, close: Any, zero: Any, dx: Any) -> Any:
+    """Per matrix: whether the tangent ``dx`` splits a repeated nonzero singular value
+    (``sym(U_c^T dx V_c)`` not a multiple of the identity) or moves a zero one (``dx v_k``
+    or ``dx^T u_k`` nonzero: ``s_k`` grows as ``|t|``)."""
+    scale = dx.detach().abs().amax((-2, -1), keepdim=True)
+    live = close & ~zero[..., None, :] & ~zero[..., :, None]
+    dp = u.mT @ dx @ v
+    sym = (dp + dp.mT) * 0.5
+    diagonal = torch.diagonal(dp, dim1=-2, dim2=-1)
+    unequal = diagonal[..., None, :] - diagonal[..., :, None]
+    split = (live & (spread(sym, scale) | spread(unequal, scale))).any((-2, -1))
+    moved = spread(dx @ v, scale).any(-2) | spread(dx.mT @ u, scale).any(-2)
+    return split | (zero & moved).any(-1)
+
+
 def _guarded(u: Any, s: Any, vh: Any, close: Any, zero: Any) -> tuple[Any, Any, Any]:
     """The saved factors, guarded against a second derivative where the rules drop terms:
     repeated singular values, or a zero one of a non-square matrix."""
-    degenerate = close.any((-2, -1))
-    if u.shape[-2] != vh.shape[-1]:
-        degenerate = degenerate | zero.any(-1)
+    degenerate = _degenerate(close, zero, u.shape[-2] == vh.shape[-1])
     return (
         guard_higher(u, degenerate, _SECOND),
         guard_higher(s, degenerate, _SECOND),
@@ -115,11 +130,15 @@ def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
     unused)."""
     m, k, n = u.shape[-2], s.shape[-1], vh.shape[-1]
     close, zero = clusters(s), negligible(s)
+    if gu is not None or gvh is not None:  # whatever their value (module doc)
+        refuse_if(_degenerate(close, zero, m == n), _VECTORS)
     u, s, vh = _guarded(u, s, vh, close, zero)
     if gu is None and gvh is None:
         if gs is None:
             return None
-        return (u * gs[..., None, :]) @ vh
+        refuse_if(_kinked(close, zero, gs), _KINK)
+        slope = torch.where(zero, 0.0, gs)  # a zero one has a kink (as abs at 0): slope 0
+        return (u * slope[..., None, :]) @ vh
     v = vh.mT
     gv = None if gvh is None else gvh.mT
     bu = None if gu is None else u.mT @ gu
@@ -128,8 +147,6 @@ def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
     sv = None if bv is None else bv - bv.mT
     ru = _projected_out(u, gu, bu) if gu is not None and m > k else None
     rv = _projected_out(v, gv, bv) if gv is not None and n > k else None
-    parts = {"gs": gs, "su": su, "sv": sv, "ru": ru, "rv": rv}
-    refuse_if(_rotation_dependent(s, parts, m == n), _VECTORS)
     shared, opposite = _combined(su, sv, 1.0), _combined(su, sv, -1.0)
     inner = gap_reciprocals(s, close) * shared + sum_reciprocals(s, zero) * opposite
     inner = inner * 0.5
@@ -144,10 +161,14 @@ def svd_gradient(u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
     return grad
 
 
-def svd_tangent(u: Any, s: Any, vh: Any, dx: Any) -> tuple[Any, Any, Any]:
-    """The tangents ``(dU, ds, dVh)`` of the reduced ``svd`` along ``dx``."""
+def svd_tangent(u: Any, s: Any, vh: Any, dx: Any, vectors: bool) -> tuple[Any, Any, Any]:
+    """The tangents ``(dU, ds, dVh)`` of the reduced ``svd`` along ``dx`` (``vectors``:
+    whether the singular vectors are outputs, as ``svdvals``' are not)."""
     m, k, n = u.shape[-2], s.shape[-1], vh.shape[-1]
     close, zero = clusters(s), negligible(s)
+    if vectors:  # strict: any tangent (they have no derivative there)
+        refuse_if(_degenerate(close, zero, m == n), _MOVES_VECTORS)
+    refuse_if(_splits(u, vh.mT, close, zero, dx), _SPLITS)
     u, s, vh = _guarded(u, s, vh, close, zero)
     v = vh.mT
     dp = u.mT @ dx @ v

@@ -8,18 +8,17 @@ every other function and argument, the call is torch's own):
 * ``det`` (``_linalg_det``): the gradient is the cofactor matrix at every rank (torch's
   is 0 where LU meets an exact zero pivot), from the SVD where LU's pivots say the
   matrix is ill-conditioned; second derivatives exact there too, third ones refused.
-* ``eigh``, ``eigvalsh`` (``_linalg_eigh``): the eigenvector terms between equal
-  eigenvalues are dropped (torch divides roundoff by roundoff there): exact for
-  symmetric functions of the eigenvalues and for projectors onto a repeated eigenvalue's
-  eigenspace; reverse mode refuses the cotangents of other functions of the eigenvectors;
-  second derivatives at a repeated eigenvalue are refused.
-* ``svd``, ``svdvals``, ``matrix_norm`` with ``ord`` 2, -2, ``'nuc'`` (``_linalg_svd``):
-  only the rotation the ``U`` and ``V`` columns of equal singular values share is dropped
-  (torch gives NaN), so the polar factor ``U Vh`` of an orthogonal matrix has its
-  derivative; the terms of zero singular values are dropped too; reverse mode refuses the
-  cotangents those terms would matter for, and a cotangent on the extra columns of
-  ``full_matrices=True``; second derivatives at repeated or zero singular values are
-  refused.
+* ``eigh``, ``eigvalsh`` (``_linalg_eigh``), ``svd``, ``svdvals``, ``matrix_norm`` with
+  ``ord`` 2, -2, ``'nuc'`` (``_linalg_svd``), at repeated eigenvalues and repeated (or,
+  non-square, zero) singular values -- the autograd engine's convention: functions of the
+  values get their first derivative in reverse mode where it exists (symmetric in the
+  repeated values; a zero singular value has slope 0; the spectral norms spread their
+  slope over tied singular values, independent of the basis); a different cotangent for
+  equal values, or a forward tangent that splits one, is refused; any derivative
+  through the eigen- or singular vectors there is refused (their cotangent does not
+  determine one; torch divides roundoff by roundoff, or gives NaN); second derivatives
+  there are refused; so is a cotangent on the extra columns of
+  ``svd(full_matrices=True)``.
 * ``slogdet`` at a singular matrix, ``qr`` of dependent columns (``_linalg_guards``): an
   ``UnsupportedError`` instead of torch's ``inf``/NaN or ``1/eps``; ``qr`` with
   ``mode='r'`` or (tall) ``mode='complete'``: an ``UnsupportedError`` with the fix instead
@@ -35,15 +34,13 @@ each an ``autograd.Function`` with a forward-mode (``jvp``) and a ``vmap`` rule,
 derivatives written in differentiable operations, so nested gradients, Hessians and
 batched Jacobians go through them.
 
-Known limits: forward mode cannot see how its tangents are used, so at a repeated
-eigenvalue or singular value it keeps the convention above without reverse mode's
-refusals (a function such as ``V diag(h(w)) V^T`` gets the convention's number there);
-forward-over-forward through a torch ``autograd.Function`` (``torch.func.jacfwd(jacfwd(
-f))``) gives 0 at the degenerate points (torch's limitation; adswitch never nests forward
-mode on torch, it takes the derivative of the pullback); ``eigh``'s gradient is
-symmetric (torch's convention: the derivative of ``eigh((x + x^T) / 2)``), although torch
-reads only the lower triangle. Functions called as ``torch.linalg.*`` directly keep
-torch's own rules: write ``xp.linalg.*`` (``xp = ad.array_namespace(x)``).
+Known limits: forward-over-forward through a torch ``autograd.Function``
+(``torch.func.jacfwd(jacfwd(f))``) gives 0 at the degenerate points (torch's limitation;
+adswitch never nests forward mode on torch, it takes the derivative of the pullback);
+``eigh``'s gradient is symmetric (torch's convention: the derivative of ``eigh((x + x^T) /
+2)``), although torch reads only the lower triangle. Functions called as
+``torch.linalg.*`` directly keep torch's own rules: write ``xp.linalg.*`` (``xp =
+ad.array_namespace(x)``).
 """
 
 from __future__ import annotations
