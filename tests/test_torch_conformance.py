@@ -16,16 +16,10 @@ from adswitch_torch import TorchBackend
 # that require grad, so both modes raise UnsupportedError with the xp.asarray fix.
 ALWAYS_UNSUPPORTED = {"basics.numpy_constants"}
 
-# Wrong numbers torch gives (kept strict: every WRONG must be listed, every listed case
-# WRONG). The linalg family's degenerate points (det at a singular matrix, svd at repeated
-# singular values), where torch's own rules are silently wrong, take adswitch_torch.linalg's
-# rules through xp.linalg; those rules still drop the eigenvector terms between equal
-# eigenvalues and return that (cases_linalg_degenerate: fixed on another branch).
-_MASKED_EIGH = "adswitch_torch.linalg's eigh sets the terms of equal eigenvalues to 0"
-KNOWN_WRONG: dict[str, str] = {
-    "linalg.degenerate_eigh_expm": _MASKED_EIGH,
-    "linalg.degenerate_eigh_expm_jvp": _MASKED_EIGH,
-}
+# Wrong numbers torch gives, kept strict (every WRONG must be listed, every listed case
+# WRONG): none. The linalg family's degenerate points, where torch's own rules are
+# silently wrong, take adswitch_torch.linalg's rules through xp.linalg.
+KNOWN_WRONG: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("copy_saved", [False, True], ids=["default", "copy_saved"])

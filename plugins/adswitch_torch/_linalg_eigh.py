@@ -46,6 +46,7 @@ from ._linalg_support import (
     refuse_if,
     spread,
     stacked,
+    symmetric_tangents,
     traced,
 )
 
@@ -224,11 +225,11 @@ def eigh(native: Any) -> Any:
     def eigh(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         """``torch.linalg.eigh`` (lower triangle); derivatives right at repeated
         eigenvalues or refused (``adswitch_torch.linalg``)."""
-        result = native(x, *args, **kwargs)
         if args or kwargs or not traced(x) or not x.dtype.is_floating_point:
-            return result
+            return native(x, *args, **kwargs)
+        result = native(symmetric_tangents(x))
         if distinct(result.eigenvalues):
-            return result  # torch's rule is right here
+            return result  # torch's rule is right here (for symmetric tangents)
         return _RESULT(_Eigh.apply(x, True))  # type: ignore[no-untyped-call]
 
     return eigh
@@ -240,11 +241,11 @@ def eigvalsh(native: Any) -> Any:
     def eigvalsh(x: Any, /, *args: Any, **kwargs: Any) -> Any:
         """``torch.linalg.eigvalsh``; derivatives right at repeated eigenvalues or refused
         (``adswitch_torch.linalg``)."""
-        values = native(x, *args, **kwargs)
         if args or kwargs or not traced(x) or not x.dtype.is_floating_point:
-            return values
+            return native(x, *args, **kwargs)
+        values = native(symmetric_tangents(x))
         if distinct(values):
-            return values  # torch's rule is right here
+            return values  # torch's rule is right here (for symmetric tangents)
         return _Eigh.apply(x, False)[0]  # type: ignore[no-untyped-call]
 
     return eigvalsh

@@ -1,4 +1,4 @@
-"""``xp.linalg.slogdet`` and ``qr`` on torch: torch's own values and rules, and an
+"""``xp.linalg.slogdet``, ``qr`` and ``cholesky`` on torch: torch's own values and rules, and an
 ``UnsupportedError`` where their derivative does not exist -- instead of the ``inf``/NaN
 (``slogdet`` at a singular matrix) or the numbers of size ``1/eps`` (``qr`` of dependent
 columns) torch's rules give there.
@@ -6,6 +6,9 @@ columns) torch's rules give there.
 Where a cheap check of torch's result finds the point regular, the result is torch's
 own; otherwise the outputs are wrapped in an identity whose derivative (reverse or
 forward, any order) raises the error.
+
+``cholesky`` is torch's, differentiated through ``symmetric_tangents`` (torch's forward rule
+takes a tangent that is not symmetric as if it were, and disagreed with its reverse rule).
 
 Imported only from ``adswitch_torch.linalg`` (it imports torch).
 """
@@ -24,11 +27,12 @@ from ._linalg_support import (
     refusal,
     refuse_if,
     stacked,
+    symmetric_tangents,
     tolerance,
     traced,
 )
 
-__all__ = ["qr", "slogdet"]
+__all__ = ["cholesky", "qr", "slogdet"]
 
 _GAP_ULPS = 16  # roundoff, in n * eps * the largest magnitude (as _linalg_support)
 
@@ -170,3 +174,16 @@ def qr(native: Any) -> Any:
         return type(result)((q, r))
 
     return qr
+
+
+def cholesky(native: Any) -> Any:
+    """``xp.linalg.cholesky`` from the namespace's own ``native``."""
+
+    def cholesky(x: Any, /, *args: Any, **kwargs: Any) -> Any:
+        """``torch.linalg.cholesky``; forward and reverse mode both the derivative of
+        the function of ``(x + x^T) / 2`` (``adswitch_torch.linalg``)."""
+        if traced(x) and x.dtype.is_floating_point:
+            x = symmetric_tangents(x)
+        return native(x, *args, **kwargs)
+
+    return cholesky

@@ -37,10 +37,11 @@ batched Jacobians go through them.
 Known limits: forward-over-forward through a torch ``autograd.Function``
 (``torch.func.jacfwd(jacfwd(f))``) gives 0 at the degenerate points (torch's limitation;
 adswitch never nests forward mode on torch, it takes the derivative of the pullback);
-``eigh``'s gradient is symmetric (torch's convention: the derivative of ``eigh((x + x^T) /
-2)``), although torch reads only the lower triangle. Functions called as
-``torch.linalg.*`` directly keep torch's own rules: write ``xp.linalg.*`` (``xp =
-ad.array_namespace(x)``).
+``eigh``'s, ``eigvalsh``'s and ``cholesky``'s derivatives are symmetric in both modes (torch's
+convention: the derivative of ``eigh((x + x^T) / 2)``), although torch reads only the lower
+triangle; torch's own forward rules took a tangent that is not symmetric as if it were.
+Functions called as ``torch.linalg.*`` directly keep torch's own rules: write
+``xp.linalg.*`` (``xp = ad.array_namespace(x)``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from . import _linalg_det, _linalg_eigh, _linalg_guards, _linalg_svd
 __all__ = ["linalg_namespace"]
 
 _RULES = {
+    "cholesky": _linalg_guards.cholesky,
     "det": _linalg_det.det,
     "eigh": _linalg_eigh.eigh,
     "eigvalsh": _linalg_eigh.eigvalsh,
