@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from adswitch import derive, keys, selection
 from adswitch.accepts import check_accepts, check_flag
+from adswitch.derive_support import NATIVES
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe
 from adswitch.outputs import LossFunction
@@ -79,7 +80,8 @@ def start(
     registry = default_registry()
     engine = selection.select(backend, plan.leaves, registry)
     check_accepts(plan, engine, registry)
-    check_overlap(plan, engine)
+    if plan.n_active_arrays > 1:  # (one array cannot overlap another: no call)
+        check_overlap(plan, engine)
     calls = selection.current_calls.get()
     if calls and plan.has_duplicated:
         raise ActivityError(
@@ -87,7 +89,12 @@ def start(
             "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
             "use the returned gradient."
         )
-    return Started(plan, engine, len(calls))
+    # ``tuple.__new__`` is ``Started(...)`` without the named tuple's Python-level
+    # ``__new__`` (a frame of its own on every call)
+    return _new_tuple(Started, (plan, engine, len(calls), None))
+
+
+_new_tuple = tuple.__new__
 
 
 @contextmanager
@@ -119,17 +126,24 @@ def run_gradient(
     started: Started, f: Callable[..., Any], zero: bool, entry: str
 ) -> tuple[Any, tuple[Any, ...]]:
     """:func:`differentiate` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, prepared = started
     fn = LossFunction(f, plan)
-    info = started.info(f, entry, outputs=entry != "gradient")
-    token = selection.current_calls.set((*selection.current_calls.get(), engine))
+    if prepared is None and not engine.capabilities.compiles:  # no keys to make: built here
+        info = CallInfo(depth, None, entry, f, False, None, None, entry != "gradient")
+    else:
+        info = started.info(f, entry, outputs=entry != "gradient")
+    calls = selection.current_calls
+    token = calls.set((*calls.get(), engine))
     try:  # (not ``running``: a context manager costs a microsecond on this hot path)
-        out_leaves, grads = derive.value_and_grad(engine, fn, plan.leaves, plan.active, info)
+        if "value_and_grad" in (NATIVES.get(type(engine)) or derive.natives(engine)):
+            out_leaves, grads = engine.value_and_grad(fn, plan.leaves, plan.active, info)
+        else:
+            out_leaves, grads = derive.value_and_grad(engine, fn, plan.leaves, plan.active, info)
     finally:
-        selection.current_calls.reset(token)
+        calls.reset(token)
 
     val = None if entry == "gradient" else fn.output(out_leaves)
-    if not depth:
+    if not depth and plan.scalar_leaves:
         grads = restore_scalar_types(plan, grads)
     results = place(plan, grads)
     if plan.has_duplicated:

@@ -17,6 +17,7 @@ from adswitch.spec import PRIMITIVES, Backend, LossFn, OutputFn, SeedFn, impleme
 
 __all__ = [
     "RawLoss",
+    "NATIVES",
     "Replay",
     "ScalarOutputs",
     "batch_size",
@@ -32,14 +33,16 @@ __all__ = [
     "zeros_seed",
 ]
 
-_NATIVE: dict[type, frozenset[str]] = {}
+NATIVES: dict[type, frozenset[str]] = {}
+"""Engine type -> the primitives it implements itself, as :func:`natives` found them (read
+directly on the hot path of ``ad.gradient``, where a call of ``natives`` shows)."""
 
 
 def natives(engine: Backend) -> frozenset[str]:
     """The primitives ``engine`` implements itself (cached per engine type)."""
-    found = _NATIVE.get(type(engine))
+    found = NATIVES.get(type(engine))
     if found is None:
-        found = _NATIVE[type(engine)] = frozenset(
+        found = NATIVES[type(engine)] = frozenset(
             name for name in PRIMITIVES if implements(engine, name)
         )
     return found
