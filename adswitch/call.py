@@ -34,6 +34,10 @@ class Started(NamedTuple):
     engine: Backend
     depth: int  # differentiations on this engine enclosing the call
     prepared: dict[Hashable, Any] | None = None  # the engine's slot of a prepared call
+    # A prepared call's memo, when its CallInfos depend on its structure alone (no leaf
+    # value in the cache key): per (entry, extra, outputs), the CallInfo, made once; also
+    # what an operator derives from the structure (``jacobians``' mode). ``None`` else.
+    memo: dict[Hashable, Any] | None = None
 
     def info(
         self, f: Callable[..., Any], entry: str, extra: Hashable = None, outputs: bool = True
@@ -41,6 +45,16 @@ class Started(NamedTuple):
         """The call's :class:`CallInfo`; ``extra`` (hashable) distinguishes compiled
         programs of one function by what else the operator asks (``has_aux``, mode...);
         ``outputs``: whether the caller uses the outputs' values."""
+        memo = self.memo
+        if memo is None:
+            return self._info(f, entry, extra, outputs)
+        key = (entry, extra, outputs)
+        info: CallInfo | None = memo.get(key)
+        if info is None:  # (threads racing here make equal CallInfos: either one serves)
+            info = memo[key] = self._info(f, entry, extra, outputs)
+        return info
+
+    def _info(self, f: Callable[..., Any], entry: str, extra: Hashable, outputs: bool) -> CallInfo:
         cache_key = structure = None
         if self.engine.capabilities.compiles:
             base = keys.cache_key(self.plan, f)
@@ -91,7 +105,7 @@ def start(
         )
     # ``tuple.__new__`` is ``Started(...)`` without the named tuple's Python-level
     # ``__new__`` (a frame of its own on every call)
-    return _new_tuple(Started, (plan, engine, len(calls), None))
+    return _new_tuple(Started, (plan, engine, len(calls), None, None))
 
 
 _new_tuple = tuple.__new__
@@ -126,7 +140,7 @@ def run_gradient(
     started: Started, f: Callable[..., Any], zero: bool, entry: str
 ) -> tuple[Any, tuple[Any, ...]]:
     """:func:`differentiate` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, prepared = started
+    plan, engine, depth, prepared, _ = started
     fn = LossFunction(f, plan)
     if prepared is None and not engine.capabilities.compiles:  # no keys to make: built here
         info = CallInfo(depth, None, entry, f, False, None, None, entry != "gradient")

@@ -79,12 +79,16 @@ def jacobian(
 
 def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bool) -> Any:
     """:func:`jacobian` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, _, _ = started
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     info = started.info(f, "jacobian", ("jacobian", has_aux), outputs=has_aux)
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
     in_layout = Layout(inputs)
-    chosen = _choose(mode, engine, f, in_layout.total, plan)
+    memo = started.memo  # a prepared call's: the mode, once known, is chosen once
+    chosen = None if memo is None else memo.get(("jacobian mode", mode))
+    known = chosen is not None
+    if chosen is None:
+        chosen = _choose(mode, engine, f, in_layout.total, plan)
     with running(engine):
         if chosen == "forward":
             out_leaves, per_output = _forward(engine, fn, plan, inputs, in_layout, info)
@@ -93,16 +97,19 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
         else:
             out_leaves, per_output = _auto(engine, fn, plan, inputs, in_layout, info)
     layout = fn.outputs()
-    _remember_size(f, plan, sum(Layout(derive.diff_leaves(fn, out_leaves)).sizes))
-    value = fn.output(out_leaves)
+    if not known:
+        _remember_size(f, plan, sum(Layout(derive.diff_leaves(fn, out_leaves)).sizes))
+        if memo is not None and chosen != "auto":
+            # (the output's size only picks the faster mode: both give the same Jacobian)
+            memo[("jacobian mode", mode)] = chosen
     entries: list[Any] = [None] * layout.n_y
     for k, per_leaf in zip(layout.diff_positions, per_output):
         if not depth:
             per_leaf = [_as_scalar(v, leaf) for v, leaf in zip(per_leaf, plan.leaves)]
         entries[k] = place(plan, per_leaf)
     jac = trees.unflatten(layout.y_def, entries)
-    if has_aux:
-        return jac, value[1]
+    if has_aux:  # (only then is the value rebuilt: without aux it is not returned)
+        return jac, fn.output(out_leaves)[1]
     return jac
 
 
