@@ -338,12 +338,13 @@ def _signature(leaf: Any) -> tuple[Any, ...]:
     if cls is np.ndarray:
         return (cls, leaf.shape, leaf.dtype, None)
     if cls in ARRAY_TYPES or (cls not in SCALAR_TYPES and is_array(leaf)):
-        return (cls, leaf.shape, leaf.dtype, _device(leaf))
+        try:  # (inline, not a helper's frame: every prepared call checks every leaf)
+            device = getattr(leaf, "device", None)
+        except Exception:  # jax: an array sharded over several devices has .devices() only
+            device = _devices(leaf)
+        return (cls, leaf.shape, leaf.dtype, device)
     return (cls,)
 
 
-def _device(leaf: Any) -> Any:
-    try:
-        return getattr(leaf, "device", None)
-    except Exception:  # jax: an array sharded over several devices has .devices() only
-        return tuple(sorted(map(str, leaf.devices()))) if hasattr(leaf, "devices") else None
+def _devices(leaf: Any) -> Any:
+    return tuple(sorted(map(str, leaf.devices()))) if hasattr(leaf, "devices") else None
