@@ -56,7 +56,7 @@ def check_accepts(plan: Plan, engine: Backend, registry: Registry) -> None:
     leaves = plan.leaves
     if len(leaves) == 1:  # the commonest call, decided without the loop (0.7 us in situ)
         leaf = leaves[0]
-        if type(leaf) is np.ndarray and (key, np.ndarray, leaf.dtype) in accepted:
+        if (key, type(leaf), getattr(leaf, "dtype", None)) in accepted:
             return
     for u, leaf in enumerate(leaves):
         cls = type(leaf)

@@ -83,8 +83,12 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     info = started.info(f, "jacobian", ("jacobian", has_aux), outputs=has_aux)
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
-    in_layout = Layout(inputs)
-    memo = started.memo  # a prepared call's: the mode, once known, is chosen once
+    memo = started.memo  # a prepared call's: shapes are fixed, the mode once known chosen once
+    in_layout = None if memo is None else memo.get("jacobian inputs")
+    if in_layout is None:
+        in_layout = Layout(inputs)
+        if memo is not None:
+            memo["jacobian inputs"] = in_layout
     chosen = None if memo is None else memo.get(("jacobian mode", mode))
     known = chosen is not None
     if chosen is None:
@@ -104,7 +108,7 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
             memo[("jacobian mode", mode)] = chosen
     entries: list[Any] = [None] * layout.n_y
     for k, per_leaf in zip(layout.diff_positions, per_output):
-        if not depth:
+        if not depth and plan.scalar_leaves:  # (only scalar leaves' blocks change type)
             per_leaf = [_as_scalar(v, leaf) for v, leaf in zip(per_leaf, plan.leaves)]
         entries[k] = place(plan, per_leaf)
     jac = trees.unflatten(layout.y_def, entries)
