@@ -127,7 +127,7 @@ def _reverse(
         return basis(diffs, Layout(diffs))
 
     out_leaves, rows = derive.vjp_apply(
-        engine, fn, plan.leaves, plan.active, seed, info._replace(batched=True)
+        engine, fn, plan.leaves, plan.active, seed, derive.with_batched(info, True)
     )
     diffs = derive.diff_leaves(fn, out_leaves)
     return out_leaves, _row_blocks(engine, plan, diffs, Layout(diffs), rows)
@@ -144,7 +144,7 @@ def _forward(
     seeds = iter(basis(inputs, in_layout))
     tangents = [next(seeds) if a else None for a in plan.active]
     out_leaves, columns = derive.jvp(
-        engine, fn, plan.leaves, plan.active, tangents, info._replace(batched=True)
+        engine, fn, plan.leaves, plan.active, tangents, derive.with_batched(info, True)
     )
     diffs = derive.diff_leaves(fn, out_leaves)
     return out_leaves, _column_blocks(engine, plan, diffs, in_layout, columns)
@@ -162,7 +162,7 @@ def _auto(
     then pull back (fewer outputs) or push forward (fewer inputs)."""
     replay = derive.Replay(engine, plan.leaves)  # f may run twice (then on copies)
     out_leaves, pullback = derive.vjp(
-        engine, fn, plan.leaves, plan.active, info._replace(batched=False)
+        engine, fn, plan.leaves, plan.active, derive.with_batched(info, False)
     )
     diffs = derive.diff_leaves(fn, out_leaves)
     out_layout = Layout(diffs)
@@ -172,7 +172,7 @@ def _auto(
     seeds = iter(basis(inputs, in_layout))
     tangents = [next(seeds) if a else None for a in plan.active]
     _, columns = derive.jvp(
-        engine, fn, replay.values(), plan.active, tangents, info._replace(batched=True)
+        engine, fn, replay.values(), plan.active, tangents, derive.with_batched(info, True)
     )
     return out_leaves, _column_blocks(engine, plan, diffs, in_layout, columns)
 

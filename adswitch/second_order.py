@@ -107,7 +107,8 @@ def run_hessian(started: Started, f: Callable[..., Any]) -> Any:
     plan, engine, depth, _, _ = started
     strategy = _second_order_strategy(engine, "hessian")
     inner = GradientFunction(engine, f, plan)
-    info = started.info(f, "hessian", ("hessian", strategy), outputs=False)._replace(batched=True)
+    info = started.info(f, "hessian", ("hessian", strategy), outputs=False)
+    info = derive.with_batched(info, True)
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
     layout = Layout(inputs)
     seeds = basis(inputs, layout)
