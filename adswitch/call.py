@@ -8,12 +8,12 @@ and checks what can be checked before ``f`` runs -- and runs its engine primitiv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 from adswitch import derive, keys, selection
 from adswitch.accepts import check_accepts, check_flag
+from adswitch.derive_support import NATIVES
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe
 from adswitch.outputs import LossFunction
@@ -33,6 +33,10 @@ class Started(NamedTuple):
     engine: Backend
     depth: int  # differentiations on this engine enclosing the call
     prepared: dict[Hashable, Any] | None = None  # the engine's slot of a prepared call
+    # A prepared call's memo, when its CallInfos depend on its structure alone (no leaf
+    # value in the cache key): per (entry, extra, outputs), the CallInfo, made once; also
+    # what an operator derives from the structure (``jacobians``' mode). ``None`` else.
+    memo: dict[Hashable, Any] | None = None
 
     def info(
         self, f: Callable[..., Any], entry: str, extra: Hashable = None, outputs: bool = True
@@ -40,6 +44,16 @@ class Started(NamedTuple):
         """The call's :class:`CallInfo`; ``extra`` (hashable) distinguishes compiled
         programs of one function by what else the operator asks (``has_aux``, mode...);
         ``outputs``: whether the caller uses the outputs' values."""
+        memo = self.memo
+        if memo is None:
+            return self._info(f, entry, extra, outputs)
+        key = (entry, extra, outputs)
+        info: CallInfo | None = memo.get(key)
+        if info is None:  # (threads racing here make equal CallInfos: either one serves)
+            info = memo[key] = self._info(f, entry, extra, outputs)
+        return info
+
+    def _info(self, f: Callable[..., Any], entry: str, extra: Hashable, outputs: bool) -> CallInfo:
         cache_key = structure = None
         if self.engine.capabilities.compiles:
             base = keys.cache_key(self.plan, f)
@@ -79,7 +93,8 @@ def start(
     registry = default_registry()
     engine = selection.select(backend, plan.leaves, registry)
     check_accepts(plan, engine, registry)
-    check_overlap(plan, engine)
+    if plan.n_active_arrays > 1:  # (one array cannot overlap another: no call)
+        check_overlap(plan, engine)
     calls = selection.current_calls.get()
     if calls and plan.has_duplicated:
         raise ActivityError(
@@ -87,18 +102,30 @@ def start(
             "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
             "use the returned gradient."
         )
-    return Started(plan, engine, len(calls))
+    # ``tuple.__new__`` is ``Started(...)`` without the named tuple's Python-level
+    # ``__new__`` (a frame of its own on every call)
+    return _new_tuple(Started, (plan, engine, len(calls), None, None))
 
 
-@contextmanager
-def running(engine: Backend) -> Iterator[None]:
-    """Mark ``engine`` as differentiating while the block runs (calls inside ``f`` then
-    run on it, one level deeper)."""
-    token = selection.current_calls.set((*selection.current_calls.get(), engine))
-    try:
-        yield
-    finally:
-        selection.current_calls.reset(token)
+_new_tuple = tuple.__new__
+
+
+class running:  # (lower case: it reads as the function it was, ``with running(engine):``)
+    """Mark ``engine`` as differentiating while the ``with`` block runs (calls inside ``f``
+    then run on it, one level deeper). A class, not a ``contextmanager`` generator: that
+    costs a microsecond per call of every operator."""
+
+    __slots__ = ("engine", "token")
+
+    def __init__(self, engine: Backend) -> None:
+        self.engine = engine
+
+    def __enter__(self) -> None:
+        calls = selection.current_calls
+        self.token = calls.set((*calls.get(), self.engine))
+
+    def __exit__(self, *exc: object) -> None:
+        selection.current_calls.reset(self.token)
 
 
 def differentiate(
@@ -119,17 +146,24 @@ def run_gradient(
     started: Started, f: Callable[..., Any], zero: bool, entry: str
 ) -> tuple[Any, tuple[Any, ...]]:
     """:func:`differentiate` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, prepared, _ = started
     fn = LossFunction(f, plan)
-    info = started.info(f, entry, outputs=entry != "gradient")
-    token = selection.current_calls.set((*selection.current_calls.get(), engine))
+    if prepared is None and not engine.capabilities.compiles:  # no keys to make: built here
+        info = _new_tuple(CallInfo, (depth, None, entry, f, False, None, None, entry != "gradient"))
+    else:
+        info = started.info(f, entry, outputs=entry != "gradient")
+    calls = selection.current_calls
+    token = calls.set((*calls.get(), engine))
     try:  # (not ``running``: a context manager costs a microsecond on this hot path)
-        out_leaves, grads = derive.value_and_grad(engine, fn, plan.leaves, plan.active, info)
+        if "value_and_grad" in (NATIVES.get(type(engine)) or derive.natives(engine)):
+            out_leaves, grads = engine.value_and_grad(fn, plan.leaves, plan.active, info)
+        else:
+            out_leaves, grads = derive.value_and_grad(engine, fn, plan.leaves, plan.active, info)
     finally:
-        selection.current_calls.reset(token)
+        calls.reset(token)
 
     val = None if entry == "gradient" else fn.output(out_leaves)
-    if not depth:
+    if not depth and plan.scalar_leaves:
         grads = restore_scalar_types(plan, grads)
     results = place(plan, grads)
     if plan.has_duplicated:

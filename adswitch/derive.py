@@ -34,6 +34,7 @@ from adswitch.derive_support import (
     stack_columns,
     stack_rows,
     unit_seed,
+    with_batched,
     zeros_seed,
 )
 from adswitch.errors import UnsupportedError
@@ -49,6 +50,7 @@ __all__ = [
     "value_and_grad",
     "vjp",
     "vjp_apply",
+    "with_batched",
 ]
 
 
@@ -74,7 +76,7 @@ def value_and_grad(
         layout = Layout([leaf for leaf, a in zip(leaves, active) if a])
         tangents = spread(basis([v for v, a in zip(leaves, active) if a], layout), active)
         out, (loss_tangent,) = jvp(
-            engine, scalar, leaves, active, tangents, info._replace(batched=True)
+            engine, scalar, leaves, active, tangents, with_batched(info, True)
         )
         grads: list[Any | None] = [None] * len(leaves)
         k = 0
@@ -129,12 +131,12 @@ def _vjp_by_apply(
     # The seeds below are values, which a compiled program must not bake in: no keys.
     info = info._replace(cache_key=None, prepared=None)
     replay = Replay(engine, leaves)
-    out, _ = engine.vjp_apply(fn, leaves, active, zeros_seed, info._replace(batched=False))
+    out, _ = engine.vjp_apply(fn, leaves, active, zeros_seed, with_batched(info, False))
 
     def run(cotangents: list[Any], batched: bool) -> list[Any | None]:
         seed = const_seed(cotangents)
         values = replay.values()
-        return engine.vjp_apply(fn, values, active, seed, info._replace(batched=batched))[1]
+        return engine.vjp_apply(fn, values, active, seed, with_batched(info, batched))[1]
 
     def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
         fixed = list(cotangents)
@@ -193,7 +195,7 @@ def _vjp_by_columns(
     inputs = [leaf for leaf, a in zip(leaves, active) if a]
     layout = Layout(inputs)
     tangents = spread(basis(inputs, layout), active)
-    out, columns = jvp(engine, fn, leaves, active, tangents, info._replace(batched=True))
+    out, columns = jvp(engine, fn, leaves, active, tangents, with_batched(info, True))
     # columns[k]: (n_inputs, *y_k.shape) -- row r is d y_k / d input element r
 
     def pullback(cotangents: Sequence[Any], batched: bool = False) -> list[Any | None]:
@@ -240,7 +242,7 @@ def vjp_apply(
     have = natives(engine)
     if "vjp_apply" in have and (not info.batched or engine.capabilities.batching):
         return engine.vjp_apply(fn, leaves, active, seed, info)
-    out, pullback = vjp(engine, fn, leaves, active, info._replace(batched=False))
+    out, pullback = vjp(engine, fn, leaves, active, with_batched(info, False))
     return out, pullback(seed(diff_leaves(fn, out)), batched=info.batched)
 
 
@@ -266,12 +268,12 @@ def jvp(
                 leaves if b == 0 else replay.values(),  # f writes into the caller's once
                 active,
                 [None if t is None else t[b] for t in tangents],
-                info._replace(batched=False),
+                with_batched(info, False),
             )
             for b in range(n)
         ]
         return runs[0][0], stack_columns(engine, [r[1] for r in runs])
-    out, pullback = vjp(engine, fn, leaves, active, info._replace(batched=False))
+    out, pullback = vjp(engine, fn, leaves, active, with_batched(info, False))
     diffs = diff_leaves(fn, out)
     out_layout = Layout(diffs)
     rows = pullback(basis(diffs, out_layout), batched=True)  # per leaf: (m, *leaf.shape)

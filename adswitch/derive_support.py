@@ -13,10 +13,11 @@ import numpy as np
 from adswitch.bases import numpy_dtype, shape_of
 from adswitch.leaves import is_array
 from adswitch.namespace import array_namespace
-from adswitch.spec import PRIMITIVES, Backend, LossFn, OutputFn, SeedFn, implements
+from adswitch.spec import PRIMITIVES, Backend, CallInfo, LossFn, OutputFn, SeedFn, implements
 
 __all__ = [
     "RawLoss",
+    "NATIVES",
     "Replay",
     "ScalarOutputs",
     "batch_size",
@@ -29,17 +30,31 @@ __all__ = [
     "stack_columns",
     "stack_rows",
     "unit_seed",
+    "with_batched",
     "zeros_seed",
 ]
 
-_NATIVE: dict[type, frozenset[str]] = {}
+NATIVES: dict[type, frozenset[str]] = {}
+"""Engine type -> the primitives it implements itself, as :func:`natives` found them (read
+directly on the hot path of ``ad.gradient``, where a call of ``natives`` shows)."""
+
+
+def with_batched(info: CallInfo, flag: bool) -> CallInfo:
+    """``info._replace(batched=flag)`` without the named tuple's ``_replace`` (a dict round
+    trip, a microsecond of a prepared Jacobian's call), and ``info`` itself when it is so."""
+    if info.batched is flag:
+        return info
+    return _new_tuple(CallInfo, (*info[:4], flag, *info[5:]))
+
+
+_new_tuple = tuple.__new__
 
 
 def natives(engine: Backend) -> frozenset[str]:
     """The primitives ``engine`` implements itself (cached per engine type)."""
-    found = _NATIVE.get(type(engine))
+    found = NATIVES.get(type(engine))
     if found is None:
-        found = _NATIVE[type(engine)] = frozenset(
+        found = NATIVES[type(engine)] = frozenset(
             name for name in PRIMITIVES if implements(engine, name)
         )
     return found

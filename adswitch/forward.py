@@ -69,7 +69,7 @@ def run_jvp(
 ) -> tuple[Any, ...]:
     """:func:`jvp` on a started call (also the run of a prepared one); ``operator``
     ``"derivative"``: the caller keeps only the tangent."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, _, _ = started
     per_leaf = tangents_per_leaf(plan, tangents)
     fn = OutputFunction(f, plan, has_aux, operator)
     info = started.info(f, operator, ("jvp", has_aux), outputs=operator == "jvp")

@@ -79,12 +79,20 @@ def jacobian(
 
 def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bool) -> Any:
     """:func:`jacobian` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, _, _ = started
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     info = started.info(f, "jacobian", ("jacobian", has_aux), outputs=has_aux)
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
-    in_layout = Layout(inputs)
-    chosen = _choose(mode, engine, f, in_layout.total, plan)
+    memo = started.memo  # a prepared call's: shapes are fixed, the mode once known chosen once
+    in_layout = None if memo is None else memo.get("jacobian inputs")
+    if in_layout is None:
+        in_layout = Layout(inputs)
+        if memo is not None:
+            memo["jacobian inputs"] = in_layout
+    chosen = None if memo is None else memo.get(("jacobian mode", mode))
+    known = chosen is not None
+    if chosen is None:
+        chosen = _choose(mode, engine, f, in_layout.total, plan)
     with running(engine):
         if chosen == "forward":
             out_leaves, per_output = _forward(engine, fn, plan, inputs, in_layout, info)
@@ -93,16 +101,19 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
         else:
             out_leaves, per_output = _auto(engine, fn, plan, inputs, in_layout, info)
     layout = fn.outputs()
-    _remember_size(f, plan, sum(Layout(derive.diff_leaves(fn, out_leaves)).sizes))
-    value = fn.output(out_leaves)
+    if not known:
+        _remember_size(f, plan, sum(Layout(derive.diff_leaves(fn, out_leaves)).sizes))
+        if memo is not None and chosen != "auto":
+            # (the output's size only picks the faster mode: both give the same Jacobian)
+            memo[("jacobian mode", mode)] = chosen
     entries: list[Any] = [None] * layout.n_y
     for k, per_leaf in zip(layout.diff_positions, per_output):
-        if not depth:
+        if not depth and plan.scalar_leaves:  # (only scalar leaves' blocks change type)
             per_leaf = [_as_scalar(v, leaf) for v, leaf in zip(per_leaf, plan.leaves)]
         entries[k] = place(plan, per_leaf)
     jac = trees.unflatten(layout.y_def, entries)
-    if has_aux:
-        return jac, value[1]
+    if has_aux:  # (only then is the value rebuilt: without aux it is not returned)
+        return jac, fn.output(out_leaves)[1]
     return jac
 
 
@@ -116,7 +127,7 @@ def _reverse(
         return basis(diffs, Layout(diffs))
 
     out_leaves, rows = derive.vjp_apply(
-        engine, fn, plan.leaves, plan.active, seed, info._replace(batched=True)
+        engine, fn, plan.leaves, plan.active, seed, derive.with_batched(info, True)
     )
     diffs = derive.diff_leaves(fn, out_leaves)
     return out_leaves, _row_blocks(engine, plan, diffs, Layout(diffs), rows)
@@ -133,7 +144,7 @@ def _forward(
     seeds = iter(basis(inputs, in_layout))
     tangents = [next(seeds) if a else None for a in plan.active]
     out_leaves, columns = derive.jvp(
-        engine, fn, plan.leaves, plan.active, tangents, info._replace(batched=True)
+        engine, fn, plan.leaves, plan.active, tangents, derive.with_batched(info, True)
     )
     diffs = derive.diff_leaves(fn, out_leaves)
     return out_leaves, _column_blocks(engine, plan, diffs, in_layout, columns)
@@ -151,7 +162,7 @@ def _auto(
     then pull back (fewer outputs) or push forward (fewer inputs)."""
     replay = derive.Replay(engine, plan.leaves)  # f may run twice (then on copies)
     out_leaves, pullback = derive.vjp(
-        engine, fn, plan.leaves, plan.active, info._replace(batched=False)
+        engine, fn, plan.leaves, plan.active, derive.with_batched(info, False)
     )
     diffs = derive.diff_leaves(fn, out_leaves)
     out_layout = Layout(diffs)
@@ -161,7 +172,7 @@ def _auto(
     seeds = iter(basis(inputs, in_layout))
     tangents = [next(seeds) if a else None for a in plan.active]
     _, columns = derive.jvp(
-        engine, fn, replay.values(), plan.active, tangents, info._replace(batched=True)
+        engine, fn, replay.values(), plan.active, tangents, derive.with_batched(info, True)
     )
     return out_leaves, _column_blocks(engine, plan, diffs, in_layout, columns)
 

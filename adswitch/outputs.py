@@ -31,10 +31,11 @@ class LossFunction:
 
     def __init__(self, f: Callable[..., Any], plan: Plan) -> None:
         self.f = f
-        # (treedef, leaf ids) per argument: the structure only -- engines may keep this
-        # function (a pullback does), and it must not keep the caller's arrays alive
-        self.args = [(p.treedef, p.leaf_ids) for p in plan.args]
-        self.bare = plan.bare
+        self.bare = bare = plan.bare
+        # (treedef, leaf ids) per argument, needed only when some argument is a tree: the
+        # structure only -- engines may keep this function (a pullback does), and it must
+        # not keep the caller's arrays alive
+        self.args = [(p.treedef, p.leaf_ids) for p in plan.args] if bare is None else []
         self.output_structure: Hashable = _UNSEEN
 
     def call_f(self, values: Sequence[Any]) -> Any:
@@ -52,7 +53,13 @@ class LossFunction:
         )
 
     def __call__(self, values: Sequence[Any]) -> tuple[Any, list[Any]]:
-        out = self.call_f(values)
+        bare = self.bare  # (``call_f`` inline for bare arguments: every call runs this)
+        if bare is None:
+            out = self.call_f(values)
+        elif len(bare) == 1:
+            out = self.f(values[bare[0]])
+        else:
+            out = self.f(*[values[u] for u in bare])
         loss = loss_of(out)
         out_leaves, self.output_structure = trees.flatten(out)
         return loss, out_leaves

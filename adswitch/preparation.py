@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from adswitch import selection, trees
+from adswitch import selection, templates, trees
 from adswitch.accepts import check_flag
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.api import WithGradient, gradient, withgradient
@@ -35,6 +35,8 @@ from adswitch.second_order import hessian, hvp, run_hessian, run_hvp
 from adswitch.spec import Backend
 
 __all__ = ["Prepared", "prepare"]
+
+_new_tuple = tuple.__new__
 
 # operator -> (its name, the keywords it takes with their defaults, whether its
 # arguments come as (primals, tangents), whether Duplicated is allowed)
@@ -130,6 +132,7 @@ class Prepared:
         "_engine",
         "_f",
         "_kwargs",
+        "_memo",
         "_name",
         "_plan",
         "_signature",
@@ -155,6 +158,10 @@ class Prepared:
         self._plan = started.plan.structure()
         self._signature = [_signature(leaf) for leaf in started.plan.leaves]
         self._slot: dict[Hashable, Any] = {}  # what the engine keeps for calls of this structure
+        # The CallInfos (and what else follows from the structure) made once, unless a
+        # compiled engine's cache key holds leaf values, which may change between calls.
+        static = templates.static_positions(started.plan.active, started.plan.leaves)
+        self._memo: dict[Hashable, Any] | None = None if static else {}
         plan = self._plan
         # Every argument one leaf of its own, plain or Const: the commonest prepared call,
         # checked without walking trees and run on the prepared arguments' plans.
@@ -174,7 +181,9 @@ class Prepared:
             primals, tangents = tuple(args[0]), args[1]
         else:
             primals = args
-        started = Started(self._rebind(primals), self._engine, self._depth, self._slot)
+        started = _new_tuple(
+            Started, (self._rebind(primals), self._engine, self._depth, self._slot, self._memo)
+        )  # (``Started(...)`` without the named tuple's Python-level ``__new__``)
         f = self._f
         if name == "gradient":
             return run_gradient(started, f, kw["zero"], "gradient")[1]
@@ -329,12 +338,13 @@ def _signature(leaf: Any) -> tuple[Any, ...]:
     if cls is np.ndarray:
         return (cls, leaf.shape, leaf.dtype, None)
     if cls in ARRAY_TYPES or (cls not in SCALAR_TYPES and is_array(leaf)):
-        return (cls, leaf.shape, leaf.dtype, _device(leaf))
+        try:  # (inline, not a helper's frame: every prepared call checks every leaf)
+            device = getattr(leaf, "device", None)
+        except Exception:  # jax: an array sharded over several devices has .devices() only
+            device = _devices(leaf)
+        return (cls, leaf.shape, leaf.dtype, device)
     return (cls,)
 
 
-def _device(leaf: Any) -> Any:
-    try:
-        return getattr(leaf, "device", None)
-    except Exception:  # jax: an array sharded over several devices has .devices() only
-        return tuple(sorted(map(str, leaf.devices()))) if hasattr(leaf, "devices") else None
+def _devices(leaf: Any) -> Any:
+    return tuple(sorted(map(str, leaf.devices()))) if hasattr(leaf, "devices") else None

@@ -213,9 +213,9 @@ class Registry:
     def owner(self, value: Any) -> Backend | None:
         """The engine whose array or traced value ``value`` is (looked up by module)."""
         cls = type(value)
-        cached = self._owner_of_type.get(cls, _UNKNOWN)
-        if cached is not _UNKNOWN:
-            return cast("Backend | None", cached)
+        cached: Backend | None = self._owner_of_type.get(cls, _UNKNOWN)
+        if cached is not _UNKNOWN:  # (no ``typing.cast``: a Python call per array_namespace)
+            return cached
         found = self._find_owner(value)
         if found is not None or cls.__module__.partition(".")[0] in ("numpy", "builtins"):
             # Only positive answers (and numpy's) are cached: an engine may be added later.
@@ -287,7 +287,7 @@ def _no_tree_node(cls: type) -> None:
     return None  # an engine written before Backend.tree_node existed
 
 
-_UNKNOWN = object()
+_UNKNOWN: Any = object()  # (typed Any: a cache hit is returned as it is)
 _default: Registry | None = None
 _default_lock = threading.Lock()
 

@@ -110,7 +110,7 @@ def vjp(
 
 def run_vjp(started: Started, f: Callable[..., Any], has_aux: bool, zero: bool) -> tuple[Any, ...]:
     """:func:`vjp` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, _, _ = started
     fn = OutputFunction(f, plan, has_aux, "vjp")
     info = started.info(f, "vjp", ("vjp", has_aux))
     with running(engine):

@@ -104,10 +104,11 @@ def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = N
 
 def run_hessian(started: Started, f: Callable[..., Any]) -> Any:
     """:func:`hessian` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, _, _ = started
     strategy = _second_order_strategy(engine, "hessian")
     inner = GradientFunction(engine, f, plan)
-    info = started.info(f, "hessian", ("hessian", strategy), outputs=False)._replace(batched=True)
+    info = started.info(f, "hessian", ("hessian", strategy), outputs=False)
+    info = derive.with_batched(info, True)
     inputs = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
     layout = Layout(inputs)
     seeds = basis(inputs, layout)
@@ -209,7 +210,7 @@ def hvp(
 
 def run_hvp(started: Started, f: Callable[..., Any], tangents: Any, zero: bool) -> tuple[Any, ...]:
     """:func:`hvp` on a started call (also the run of a prepared one)."""
-    plan, engine, depth, _ = started
+    plan, engine, depth, _, _ = started
     strategy = _second_order_strategy(engine, "hvp")
     per_leaf = tangents_per_leaf(plan, tangents)
     inner = GradientFunction(engine, f, plan)

@@ -52,6 +52,20 @@ def test_precedence_keyword_over_use_over_env(engines, monkeypatch) -> None:
         assert len(engines["fake"].calls) == 1
 
 
+def test_env_is_read_live_on_every_call(engines, monkeypatch) -> None:
+    # the variable is read from os.environ's live mapping: every change is seen at once,
+    # an empty value counts as unset (as with the public os.environ.get)
+    counts = []
+    for value in ("other", "fake", "", None, "other"):
+        if value is None:
+            monkeypatch.delenv("ADSWITCH_BACKEND", raising=False)
+        else:
+            monkeypatch.setenv("ADSWITCH_BACKEND", value)
+        ad.gradient(square_sum, np.ones(2))
+        counts.append(tuple(len(engines[n].calls) for n in ("tape", "other", "fake")))
+    assert counts == [(0, 1, 0), (0, 1, 1), (1, 1, 1), (2, 1, 1), (2, 2, 1)]
+
+
 def test_use_is_innermost_and_restored(engines, monkeypatch) -> None:
     monkeypatch.delenv("ADSWITCH_BACKEND", raising=False)
     with ad.use("other"):

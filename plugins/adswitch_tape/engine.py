@@ -59,7 +59,9 @@ def value_and_grad(
             recording.stop()
         trace.close()
         write_back(leaves, traced)
-    found = [(i, value, grads[slot] if grads else None) for i, (_, value, slot) in traced.items()]
+    found = []  # (a loop, not a comprehension: no frame of its own on this hot path)
+    for i, (_, value, slot) in traced.items():
+        found.append((i, value, grads[slot] if grads else None))
     return out_leaves, leaf_results(leaves, found)
 
 
@@ -97,7 +99,8 @@ def _sweep(trace: Trace, loss: Any) -> list[Any] | None:
         return None
     value = loss._value
     dtype = (value if type(value) is not Tracer else raw(value)).dtype
-    return backward(trace, loss._idx, unit_seed(dtype))
+    seed = _SEEDS.get(dtype)  # (``unit_seed`` inline: the hot path of every gradient)
+    return backward(trace, loss._idx, _seed(dtype) if seed is None else seed)
 
 
 def unit_seed(dtype: Any) -> np.ndarray:

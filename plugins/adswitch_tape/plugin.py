@@ -78,7 +78,10 @@ class TapeBackend(BackendBase):
     ) -> tuple[list[Any], list[Any | None]]:
         if info.prepared is not None and not info.depth:
             return _replay().value_and_grad(fn, leaves, active, info)  # type: ignore[no-any-return]
-        return _engine()(fn, leaves, active, info)
+        run = _ENGINE
+        if run is None:
+            run = _load_engine()
+        return run(fn, leaves, active, info)
 
     def vjp(
         self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
@@ -121,11 +124,16 @@ def _modules() -> tuple[type, Any]:
     return Tracer, namespace
 
 
-@functools.cache
-def _engine() -> Callable[..., tuple[list[Any], list[Any | None]]]:
-    """The engine's ``value_and_grad``, imported on first use (a cached lookup after)."""
+_ENGINE: Callable[..., tuple[list[Any], list[Any | None]]] | None = None
+
+
+def _load_engine() -> Callable[..., tuple[list[Any], list[Any | None]]]:
+    """The engine's ``value_and_grad``, imported on first use (then read from the global
+    ``_ENGINE``: no call on the hot path)."""
+    global _ENGINE
     from .engine import value_and_grad
 
+    _ENGINE = value_and_grad
     return value_and_grad
 
 
