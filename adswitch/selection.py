@@ -94,33 +94,17 @@ def select(backend: str | Backend | None, leaves: Sequence[Any], registry: Regis
     used = _use_stack.get()
     if used:
         return resolve(used[-1], registry)
-    if _ENV_KEY is None:
-        from_env = _env_backend()
-    else:  # (``_env_backend`` inline)
-        raw = _ENVIRON_DATA.get(_ENV_KEY)
-        from_env = None if raw is None else str(os.environ.decodevalue(raw))
+    from_env = _env_backend()
     if from_env:
         return registry.get(from_env)
     found = _from_array_types(leaves, registry)
     return found if found is not None else registry.get(DEFAULT_BACKEND)
 
 
-# ``os.environ.get`` of an unset variable raises and catches two ``KeyError``s and encodes
-# the key: measured at 2-3 us inside a tiny ``ad.gradient`` call (a third of its front
-# end). CPython's ``os.environ`` keeps the live, encoded mapping that its public methods
-# read and write (``_data``); where it has that layout (decided once, here) the variable is
-# read from it directly, with the same result; anywhere else the public call is used.
-_ENVIRON_DATA: Any = getattr(os.environ, "_data", None)
-_ENV_KEY: Any = None
-if isinstance(_ENVIRON_DATA, dict) and all(
-    callable(getattr(os.environ, name, None)) for name in ("encodekey", "decodevalue")
-):
-    _ENV_KEY = os.environ.encodekey("ADSWITCH_BACKEND")
-
-
 def _env_backend() -> str | None:
-    """``ADSWITCH_BACKEND`` through the public call (where ``os.environ`` is not laid out
-    as above)."""
+    """``ADSWITCH_BACKEND``, read on every call through the public mapping (an unset
+    variable costs two caught ``KeyError``s, 2-3 us of a tiny call; CPython's private
+    ``os.environ._data`` would avoid them and is not read)."""
     return os.environ.get("ADSWITCH_BACKEND") or None
 
 
