@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from linalg_regular_cases import fd_gradient, sym, xp_of
 from spectral_degenerate_cases import (
     C_SYM,
     E01,
@@ -29,7 +30,7 @@ from spectral_degenerate_cases import (
     reconstruction_svd,
     trace_of_eigvalsh,
 )
-from test_jax_linalg import compiled, fd_gradient, sym, xp_of
+from test_jax_linalg import compiled
 
 pytest.importorskip("jax")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from linalg_regular_cases import fd_gradient, sym, xp_of
 from spectral_degenerate_cases import (
     C_SYM,
     E01,
@@ -27,7 +28,6 @@ from spectral_degenerate_cases import (
     reconstruction_svd,
     trace_of_eigvalsh,
 )
-from test_torch_linalg import fd_gradient, sym, xp_of
 
 pytest.importorskip("torch")
 
