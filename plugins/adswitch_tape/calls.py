@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,7 +37,9 @@ from .mutation import setitem
 from .rules import primitives as P
 from .tracer import Tracer, raw
 
-__all__ = ["Traced", "conform", "roots", "trace_leaves", "translate", "unwrap", "write_back"]
+__all__ = [
+    "Traced", "TracedRun", "conform", "roots", "trace_leaves", "translate", "unwrap", "write_back",
+]  # fmt: skip
 
 Traced = dict[int, tuple[Tracer, Any, int]]
 """Per active leaf index: ``(its tracer, the value it started with, its tape slot)``."""
@@ -195,3 +197,48 @@ def _locked_role(obj: Any, trace: Trace) -> str:
             return role_text(entry[1])
         obj = obj.base
     return ""
+
+
+class _Stops(Protocol):
+    def stop(self) -> None: ...
+
+
+class TracedRun:
+    """Steps 1 and 5 around one run of ``f``, for every primitive of the engine::
+
+        with TracedRun(leaves, active, recording) as run:
+            ...  # fn(run.values), then what the primitive computes from the trace
+
+    On entry the active leaves are traced (``run.trace``, ``run.values``,
+    ``run.traced``: :func:`trace_leaves`). On the way out, always -- also when ``f``
+    raised -- the ``recording`` (if any) stops watching, the locks are released and the
+    arguments ``f`` wrote into get their final values (:func:`write_back`); a numpy
+    ``ValueError`` that hides a ``MutationError`` is re-raised as it (:func:`translate`).
+    A class, not a generator-based context manager: this runs on every call.
+    """
+
+    __slots__ = ("leaves", "recording", "trace", "traced", "values")
+
+    def __init__(
+        self, leaves: Sequence[Any], active: Sequence[bool], recording: _Stops | None = None
+    ) -> None:
+        self.trace, self.values, self.traced = trace_leaves(leaves, active)
+        self.leaves = leaves
+        self.recording = recording
+
+    def __enter__(self) -> TracedRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if isinstance(exc, ValueError):
+                error = translate(exc, self.trace)
+                if error is not None:
+                    raise error from exc
+        finally:
+            if self.recording is not None:
+                self.recording.stop()
+            self.trace.close()
+            write_back(self.leaves, self.traced)

@@ -36,6 +36,8 @@ def value_and_grad(
     with a ``recording``, ``f``'s run is recorded for replay (``replay``)."""
     if info.depth:
         note_nested()
+    # ``calls.TracedRun`` inline: as a context manager it measured 1.1-1.3 us (6%) of a
+    # tiny gradient, this engine's hot path; the other primitives use it.
     trace, values, traced = trace_leaves(leaves, active)
     try:
         if recording is not None:

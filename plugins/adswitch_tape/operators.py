@@ -30,7 +30,7 @@ import numpy as np
 
 from adswitch.spec import CallInfo, OutputFn, SeedFn
 
-from .calls import Traced, conform, roots, trace_leaves, translate, unwrap, write_back
+from .calls import Traced, TracedRun, conform, roots, unwrap
 from .core import NoTangentRule, Trace, backward_many, forward
 from .ownership import own, owned_output
 from .recorder import Recording, note_nested
@@ -96,22 +96,14 @@ def vjp(
     (``recording``: ``f``'s run is recorded for replay, see ``replay``)."""
     if info.depth:
         note_nested()
-    trace, values, traced = trace_leaves(leaves, active)
-    try:
-        diffs, outs = _run(fn, values, trace, traced, recording)
+    with TracedRun(leaves, active, recording) as run:
+        trace = run.trace
+        diffs, outs = _run(fn, run.values, trace, run.traced, recording)
         slots = roots(diffs, trace)
         dtypes = [_dtype(d) for d in diffs]
         out_leaves = [owned_output(o, unwrap(o, trace), trace) for o in outs]
         own(trace)  # before the locks go and f's writes reach the arguments
-    except ValueError as exc:
-        _raise_translated(exc, trace)
-        raise
-    finally:
-        if recording is not None:
-            recording.stop()
-        trace.close()
-        write_back(leaves, traced)
-    return out_leaves, TapePullback(trace, slots, dtypes, leaves, traced)
+    return out_leaves, TapePullback(trace, slots, dtypes, leaves, run.traced)
 
 
 def vjp_apply(
@@ -126,23 +118,15 @@ def vjp_apply(
     when ``info.batched``); the tape is freed as it is swept."""
     if info.depth:
         note_nested()
-    trace, values, traced = trace_leaves(leaves, active)
-    try:
-        diffs, outs = _run(fn, values, trace, traced, recording)
+    with TracedRun(leaves, active, recording) as run:
+        trace = run.trace
+        diffs, outs = _run(fn, run.values, trace, run.traced, recording)
         slots = roots(diffs, trace)
         dtypes = [_dtype(d) for d in diffs]
         out_leaves = [unwrap(o, trace) for o in outs]
         cotangents = seed([unwrap(d, trace) for d in diffs])
         grads, batch, seeds = pull(trace, slots, dtypes, cotangents, info.batched, keep=False)
-    except ValueError as exc:
-        _raise_translated(exc, trace)
-        raise
-    finally:
-        if recording is not None:
-            recording.stop()
-        trace.close()
-        write_back(leaves, traced)
-    return out_leaves, results(grads, leaves, traced, batch, seeds)
+    return out_leaves, results(grads, leaves, run.traced, batch, seeds)
 
 
 def jvp(
@@ -158,20 +142,12 @@ def jvp(
     no tangent rule (see the module doc)."""
     if info.depth:
         note_nested()
-    trace, values, traced = trace_leaves(leaves, active)
-    try:
-        diffs, outs = _run(fn, values, trace, traced, recording)
+    with TracedRun(leaves, active, recording) as run:
+        trace = run.trace
+        diffs, outs = _run(fn, run.values, trace, run.traced, recording)
         slots = roots(diffs, trace)
         out_leaves = [unwrap(o, trace) for o in outs]
-        out_tangents = push(trace, slots, diffs, traced, tangents, info.batched)
-    except ValueError as exc:
-        _raise_translated(exc, trace)
-        raise
-    finally:
-        if recording is not None:
-            recording.stop()
-        trace.close()
-        write_back(leaves, traced)
+        out_tangents = push(trace, slots, diffs, run.traced, tangents, info.batched)
     return out_leaves, out_tangents
 
 
@@ -319,9 +295,3 @@ def _batch_of(arrays: Sequence[Any]) -> tuple[int, ...]:
         if a is not None:
             return (int(np.shape(raw(a))[0]),)
     return ()
-
-
-def _raise_translated(exc: ValueError, trace: Trace) -> None:
-    error = translate(exc, trace)
-    if error is not None:
-        raise error from exc
