@@ -23,8 +23,10 @@ from fd_oracle import central_fd
 from test_thirdparty_support import (
     COPY_SAVED,
     Loss,
+    cell_of,
     cell_params,
     check_close,
+    fd_of,
     run_worker,
     worker_main,
 )
@@ -163,19 +165,11 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return run_worker(__file__, tmp_path_factory.mktemp("scipy"))
 
 
-def _cell(results: dict[str, Any], case: str, engine: str) -> dict[str, Any]:
-    cell: dict[str, Any] = results[case][engine]
-    if cell.get("unavailable"):
-        pytest.skip(f"{engine} is not installed")
-    return cell
-
-
 @pytest.mark.parametrize("case", sorted(CLOSED_FORMS))
 def test_finite_differences_of_scipy_agree_with_the_closed_form(
     results: dict[str, Any], case: str
 ) -> None:
-    fd = results[case]["fd"]
-    fd = NESTED_FD[case]() if fd is None else fd
+    fd = fd_of(results, case, NESTED_FD)
     check_close(fd, CLOSED_FORMS[case](), rtol=1e-6, atol=FD_ATOL, what=f"{case}: fd")
 
 
@@ -183,23 +177,22 @@ def test_finite_differences_of_scipy_agree_with_the_closed_form(
 def test_gradient_of_scipy_code(
     results: dict[str, Any], case: str, engine: str, outcome: str
 ) -> None:
-    cell = _cell(results, case, engine)
+    cell = cell_of(results, case, engine)
     if outcome != OK:
         assert cell.get("error") == outcome, f"{case} on {engine}: {cell}"
         return
     assert "grad" in cell, f"{case} on {engine} raised: {cell.get('traceback')}"
     closed = CLOSED_FORMS[case]()
     check_close(cell["grad"], closed, rtol=1e-9, atol=1e-12, what=f"{case} on {engine}")
-    fd = results[case]["fd"]
-    fd = NESTED_FD[case]() if fd is None else fd
-    check_close(cell["grad"], np.asarray(fd), rtol=1e-6, atol=FD_ATOL, what=f"{case}: fd")
+    fd = fd_of(results, case, NESTED_FD)
+    check_close(cell["grad"], fd, rtol=1e-6, atol=FD_ATOL, what=f"{case}: fd")
 
 
 @pytest.mark.parametrize("case", [c for c, row in EXPECTED.items() if row["torch"] == MUT])
 def test_torch_with_copy_saved_differentiates_scipys_writes(
     results: dict[str, Any], case: str
 ) -> None:
-    cell = _cell(results, case, COPY_SAVED)
+    cell = cell_of(results, case, COPY_SAVED)
     assert "grad" in cell, f"{case} with copy_saved raised: {cell.get('traceback')}"
     check_close(cell["grad"], CLOSED_FORMS[case](), rtol=1e-9, atol=1e-12, what=case)
 
@@ -211,7 +204,7 @@ def test_torch_with_copy_saved_differentiates_scipys_writes(
 )
 @pytest.mark.parametrize("case", [c for c, row in EXPECTED.items() if row["torch"] == MUT])
 def test_torch_mutation_error_names_scipys_line(results: dict[str, Any], case: str) -> None:
-    cell = _cell(results, case, "torch")
+    cell = cell_of(results, case, "torch")
     assert "_logsumexp.py:" in cell["message"], cell["message"]
 
 
@@ -220,7 +213,7 @@ def test_tape_refusal_names_the_line_where_scipy_converts_to_numpy(
 ) -> None:
     """scipy has no Array API path for erf on the tape: it converts to numpy, and the
     tape's error names that line of scipy's, not an internal frame of the tape's."""
-    message = _cell(results, "erf", "tape")["message"]
+    message = cell_of(results, "erf", "tape")["message"]
     assert re.search(r" at \w+\.py:\d+: `.*np\.asarray", message), message
     assert "another library" in message
 

@@ -24,8 +24,10 @@ from fd_oracle import central_fd
 from test_thirdparty_support import (
     COPY_SAVED,
     Loss,
+    cell_of,
     cell_params,
     check_close,
+    fd_of,
     run_worker,
     worker_main,
 )
@@ -172,30 +174,19 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return run_worker(__file__, tmp_path_factory.mktemp("sklearn"))
 
 
-def _cell(results: dict[str, Any], case: str, engine: str) -> dict[str, Any]:
-    cell: dict[str, Any] = results[case][engine]
-    if cell.get("unavailable"):
-        pytest.skip(f"{engine} is not installed")
-    return cell
-
-
-def _fd(results: dict[str, Any], case: str) -> np.ndarray:
-    fd = results[case]["fd"]
-    return np.asarray(NESTED_FD[case]() if fd is None else fd)
-
-
 @pytest.mark.parametrize("case", sorted(CLOSED_FORMS))
 def test_finite_differences_of_sklearn_agree_with_the_closed_form(
     results: dict[str, Any], case: str
 ) -> None:
-    check_close(_fd(results, case), CLOSED_FORMS[case](), rtol=1e-6, atol=FD_ATOL, what=case)
+    fd = fd_of(results, case, NESTED_FD)
+    check_close(fd, CLOSED_FORMS[case](), rtol=1e-6, atol=FD_ATOL, what=case)
 
 
 @pytest.mark.parametrize(("case", "engine", "outcome"), cell_params(EXPECTED, {}))
 def test_gradient_of_sklearn_code(
     results: dict[str, Any], case: str, engine: str, outcome: str
 ) -> None:
-    cell = _cell(results, case, engine)
+    cell = cell_of(results, case, engine)
     if outcome != OK:
         assert cell.get("error") == outcome, f"{case} on {engine}: {cell}"
         if outcome == DEVICES:
@@ -204,14 +195,15 @@ def test_gradient_of_sklearn_code(
     assert "grad" in cell, f"{case} on {engine} raised: {cell.get('traceback')}"
     closed = CLOSED_FORMS[case]()
     check_close(cell["grad"], closed, rtol=1e-9, atol=1e-12, what=f"{case} on {engine}")
-    check_close(cell["grad"], _fd(results, case), rtol=1e-6, atol=FD_ATOL, what=f"{case}: fd")
+    fd = fd_of(results, case, NESTED_FD)
+    check_close(cell["grad"], fd, rtol=1e-6, atol=FD_ATOL, what=f"{case}: fd")
 
 
 @pytest.mark.parametrize("case", [c for c, row in EXPECTED.items() if row["torch"] == MUT])
 def test_torch_with_copy_saved_differentiates_sklearns_writes(
     results: dict[str, Any], case: str
 ) -> None:
-    cell = _cell(results, case, COPY_SAVED)
+    cell = cell_of(results, case, COPY_SAVED)
     assert "grad" in cell, f"{case} with copy_saved raised: {cell.get('traceback')}"
     check_close(cell["grad"], CLOSED_FORMS[case](), rtol=1e-9, atol=1e-12, what=case)
 
@@ -226,7 +218,7 @@ def test_torch_with_copy_saved_differentiates_sklearns_writes(
 def test_mutation_error_names_sklearns_line(
     results: dict[str, Any], case: str, engine: str
 ) -> None:
-    cell = _cell(results, case, engine)
+    cell = cell_of(results, case, engine)
     assert WRITES[case, engine] in cell["message"], cell["message"]
 
 

@@ -129,3 +129,20 @@ def check_close(got: Any, want: np.ndarray, *, rtol: float, atol: float, what: s
     got = np.asarray(got, dtype=np.float64)
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+
+
+def cell_of(results: dict[str, Any], case: str, engine: str) -> dict[str, Any]:
+    """What the worker recorded for ``case`` on ``engine`` (skips an engine not installed)."""
+    cell: dict[str, Any] = results[case][engine]
+    if cell.get("unavailable"):
+        pytest.skip(f"{engine} is not installed")
+    return cell
+
+
+def fd_of(
+    results: dict[str, Any], case: str, nested_fd: dict[str, Callable[[], Any]]
+) -> np.ndarray:
+    """The worker's central differences of the library's own numpy call for ``case`` --
+    or, for a nested case (a derivative inside), ``nested_fd[case]()`` computed here."""
+    fd = results[case]["fd"]
+    return np.asarray(nested_fd[case]() if fd is None else fd)
