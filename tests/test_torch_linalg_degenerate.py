@@ -19,13 +19,24 @@ import numpy as np
 import pytest
 from linalg_regular_cases import fd_gradient, sym, xp_of
 from spectral_degenerate_cases import (
-    C_SYM,
-    E01,
+    DIAGONAL,
+    REGULAR,
+    REPEATED,
     REPEATED_POINTS,
-    exp_trace,
-    exp_trace_gradient,
-    reconstruction,
-    reconstruction_svd,
+    ROTATION,
+    SINGULAR,
+    TALL_RANK_TWO,
+    W43,
+    C,
+    check_functions_of_repeated_and_zero_singular_values_alone,
+    check_functions_of_singular_values_at_repeated_and_zero_ones,
+    check_functions_of_the_eigenvalues_at_a_repeated_one,
+    check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused,
+    check_functions_of_the_eigenvectors_at_regular_points_are_computed,
+    check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused,
+    check_second_derivatives_at_repeated_singular_values_are_refused,
+    polar,
+    projector,
     trace_of_eigvalsh,
 )
 
@@ -38,15 +49,7 @@ import adswitch as ad
 from adswitch.errors import UnsupportedError
 
 B = "torch"
-_rng = np.random.default_rng(21)
-C = _rng.standard_normal((3, 3))
-ROTATION = np.linalg.qr(_rng.standard_normal((3, 3)))[0]
-REPEATED = (ROTATION * np.array([1.0, 1.0, 3.0])) @ ROTATION.T  # eigenvalues 1, 1, 3
-DIAGONAL = np.diag([1.0, 1.0, 3.0])
-SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, -1.0, 2.0]])  # rank 2
-REGULAR = np.eye(3) * 1.5 + _rng.uniform(-0.4, 0.4, (3, 3))
-W43 = _rng.standard_normal((4, 3))
-TALL_RANK_TWO = np.linalg.qr(_rng.standard_normal((4, 3)))[0] * np.array([2.0, 1.0, 0.0])
+_rng = np.random.default_rng(22)  # this file's own draws (the shared points use 21)
 
 
 def cofactors(a: np.ndarray) -> np.ndarray:
@@ -84,27 +87,12 @@ def det_stack(x: Any) -> Any:
     return xp_of(x).sum(xp_of(x).linalg.det(x) * xp_of(x).asarray([1.0, -2.0, 0.5]))
 
 
-def projector(x: Any) -> Any:
-    """``<C, P>`` for ``P`` onto the two lowest eigenvectors, plus ``sum(w^2)``."""
-    xp = xp_of(x)
-    w, v = xp.linalg.eigh(sym(x))
-    low = v[..., :, :2]
-    p = low @ xp.linalg.matrix_transpose(low)
-    return xp.sum(p * xp.asarray(C)) + xp.sum(w**2)
-
-
 def weighted_svd(x: Any, h: Any) -> Any:
     """``<W, U diag(h(s)) V^T>``."""
     xp = xp_of(x)
     u, s, vh = xp.linalg.svd(x, full_matrices=False)
     m, n = x.shape
     return xp.sum((u * h(s)[None, :]) @ vh * xp.asarray(W43[:m, :n]))
-
-
-def polar(x: Any) -> Any:
-    xp = xp_of(x)
-    u, _, vh = xp.linalg.svd(x, full_matrices=False)
-    return xp.sum((u @ vh) * xp.asarray(C))
 
 
 # -- det at singular matrices --------------------------------------------------------------
@@ -211,113 +199,34 @@ def test_second_derivatives_at_a_repeated_eigenvalue_are_refused(f: str) -> None
     assert np.isfinite(np.asarray(hess[0])).all()
 
 
-# -- eigh at a repeated eigenvalue: functions of the eigenvectors are refused -------------
-_VECTOR_FUNCTIONS = {"exp_trace": exp_trace, "reconstruction": reconstruction}
-
-
+# -- eigh and svd at repeated (and zero) values: the checks both engines share -------------
 @pytest.mark.parametrize("case", sorted(REPEATED_POINTS))
 def test_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused(case: str) -> None:
-    """Smooth functions through ``eigh``: the eigenvectors' cotangent does not determine
-    their gradient there (on main: ``exp_trace`` off by 5.44 from finite differences)."""
-    name, a = REPEATED_POINTS[case]
-    f = _VECTOR_FUNCTIONS[name]
-    with pytest.raises(
-        UnsupportedError, match=r"linalg\.eigh .*repeated eigenvalue.*eigenvectors.*Fix:"
-    ):
-        ad.gradient(f, a.copy(), backend=B)
-    with pytest.raises(UnsupportedError, match=r"forward.mode.*repeated eigenvalue.*Fix:"):
-        ad.jvp(f, (a.copy(),), (E01,), backend=B)
-    with pytest.raises(UnsupportedError, match=r"linalg\.eig.*repeated eigenvalue.*Fix:"):
-        ad.hessian(f, a.copy(), backend=B)
+    check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused(case, B)
 
 
 def test_functions_of_the_eigenvectors_at_regular_points_are_computed() -> None:
-    a = np.diag([1.0, 1.3, 2.0]) + 0.1 * (C + C.T)
-    (g,) = ad.gradient(exp_trace, a.copy(), backend=B)
-    np.testing.assert_allclose(g, exp_trace_gradient(a), atol=1e-10)
-    _, tangent = ad.jvp(exp_trace, (a.copy(),), (E01,), backend=B)
-    assert float(tangent) == pytest.approx(float(exp_trace_gradient(a)[0, 1]), abs=1e-10)
-    (hess,) = ad.hessian(exp_trace, a.copy(), backend=B)
-    for i, j in np.ndindex(3, 3):
-        fd = fd_gradient(lambda y, i=i, j=j: exp_trace_gradient(np.asarray(y))[i, j], a)
-        np.testing.assert_allclose(np.asarray(hess[0])[i, j], fd, atol=1e-7)
-    (g,) = ad.gradient(projector, REGULAR + REGULAR.T, backend=B)
-    np.testing.assert_allclose(g, fd_gradient(projector, REGULAR + REGULAR.T), atol=1e-8)
+    check_functions_of_the_eigenvectors_at_regular_points_are_computed(B)
 
 
 def test_functions_of_the_eigenvalues_at_a_repeated_one() -> None:
-    """Symmetric in the repeated eigenvalues: computed in reverse mode (``tr`` at the
-    identity, through ``eigvalsh`` or ``eigh`` whose eigenvectors are unused), and in
-    forward mode along a direction that does not split them; otherwise refused."""
-    for f in (trace_of_eigvalsh, lambda x: xp_of(x).sum(xp_of(x).linalg.eigh(x)[0])):
-        (g,) = ad.gradient(f, np.eye(3), backend=B)
-        np.testing.assert_allclose(g, np.eye(3), atol=1e-12)
-    _, tangent = ad.jvp(trace_of_eigvalsh, (np.eye(3),), (np.diag([2.0, 2.0, 2.0]),), backend=B)
-    assert float(tangent) == pytest.approx(6.0, abs=1e-12)
-    with pytest.raises(UnsupportedError, match=r"eigvalsh.*splits it.*Fix:"):
-        ad.jvp(trace_of_eigvalsh, (np.eye(3),), (E01,), backend=B)
-    with pytest.raises(UnsupportedError, match=r"eigvalsh.*splits it.*Fix: use reverse mode"):
-        ad.jacobian(trace_of_eigvalsh, np.eye(3), backend=B, mode="forward")
-    with pytest.raises(UnsupportedError, match=r"eigvalsh.*different cotangents.*Fix:.*sum"):
-        ad.gradient(lambda x: xp_of(x).linalg.eigvalsh(x)[-1], np.eye(3), backend=B)
+    check_functions_of_the_eigenvalues_at_a_repeated_one(B)
 
 
-# -- svd at a repeated singular value: functions of the singular vectors are refused -------
 def test_functions_of_repeated_and_zero_singular_values_alone() -> None:
-    """Symmetric in the repeated ones: computed in reverse mode (the spectral norms spread
-    their slope over the tied ones: basis-independent); a zero one has slope 0 (a kink, as
-    ``abs`` at 0); different cotangents for equal ones, and forward mode in a direction
-    that splits them, are refused."""
-
-    def norm(order: Any) -> Any:
-        return lambda x: xp_of(x).linalg.matrix_norm(x, ord=order)
-
-    for order, expected in ((2, ROTATION / 3.0), (-2, ROTATION / 3.0), ("nuc", ROTATION)):
-        (g,) = ad.gradient(norm(order), ROTATION.copy(), backend=B)
-        np.testing.assert_allclose(g, expected, atol=1e-12)
-    rank_one = np.diag([2.0, 0.0, 0.0])
-    for order, expected in (
-        (2, np.diag([1.0, 0, 0])),
-        (-2, np.zeros((3, 3))),
-        ("nuc", np.diag([1.0, 0, 0])),
-    ):
-        (g,) = ad.gradient(norm(order), rank_one.copy(), backend=B)
-        np.testing.assert_allclose(g, expected, atol=1e-12)
-    with pytest.raises(UnsupportedError, match=r"svdvals.*different cotangents.*Fix:"):
-        ad.gradient(lambda x: xp_of(x).linalg.svdvals(x)[0], ROTATION.copy(), backend=B)
-    for a in (ROTATION, rank_one):
-        with pytest.raises(UnsupportedError, match=r"svdvals.*forward-mode.*Fix:"):
-            ad.jvp(norm("nuc"), (a.copy(),), (E01,), backend=B)
-    _, tangent = ad.jvp(norm(2), (ROTATION.copy(),), (ROTATION.copy(),), backend=B)
-    assert float(tangent) == pytest.approx(1.0, abs=1e-12)  # along x: the norm scales
+    check_functions_of_repeated_and_zero_singular_values_alone(B)
 
 
 def test_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused() -> None:
-    for f, a in ((reconstruction_svd, np.eye(3)), (polar, ROTATION)):
-        with pytest.raises(UnsupportedError, match=r"linalg\.svd .*singular value.*Fix:"):
-            ad.gradient(f, a.copy(), backend=B)
-        with pytest.raises(UnsupportedError, match=r"linalg\.svd .*forward mode.*Fix:"):
-            ad.jvp(f, (a.copy(),), (E01,), backend=B)
-    (g,) = ad.gradient(reconstruction_svd, REGULAR.copy(), backend=B)
-    np.testing.assert_allclose(g, C_SYM, atol=1e-10)
-    (g,) = ad.gradient(polar, REGULAR.copy(), backend=B)
-    np.testing.assert_allclose(g, fd_gradient(polar, REGULAR), atol=1e-8)
+    check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused(B)
 
 
-# -- svd at repeated and zero singular values ----------------------------------------------
 def test_functions_of_singular_values_at_repeated_and_zero_ones() -> None:
-    def squares(x: Any) -> Any:  # ||x||_F^2
-        return xp_of(x).sum(xp_of(x).linalg.svdvals(x) ** 2)
+    check_functions_of_singular_values_at_repeated_and_zero_ones(B)
 
-    for a in (ROTATION, np.diag([2.0, 0.0, 0.0]), TALL_RANK_TWO):
-        (g,) = ad.gradient(squares, a.copy(), backend=B)
-        np.testing.assert_allclose(g, 2.0 * a, atol=1e-12)
 
-    def nuclear(x: Any) -> Any:  # smooth where x is regular: its gradient is U V^T
-        return xp_of(x).linalg.matrix_norm(x, ord="nuc")
-
-    (g,) = ad.gradient(nuclear, ROTATION.copy(), backend=B)
-    np.testing.assert_allclose(g, ROTATION, atol=1e-12)
+def test_second_derivatives_at_repeated_singular_values_are_refused() -> None:
+    check_second_derivatives_at_repeated_singular_values_are_refused(B)
 
 
 @pytest.mark.parametrize(
@@ -339,16 +248,6 @@ def test_functions_of_singular_values_at_repeated_and_zero_ones() -> None:
 def test_singular_vectors_the_dropped_terms_are_not_exact_for_are_refused(f: Any, a: Any) -> None:
     with pytest.raises(UnsupportedError, match=r"linalg\.svd.*singular value.*Fix:"):
         ad.gradient(f, np.array(a), backend=B)
-
-
-def test_second_derivatives_at_repeated_singular_values_are_refused() -> None:
-    def nuclear(x: Any) -> Any:
-        return xp_of(x).linalg.matrix_norm(x, ord="nuc")
-
-    with pytest.raises(UnsupportedError, match=r"second derivative.*singular value.*Fix:"):
-        ad.hessian(nuclear, ROTATION.copy(), backend=B)
-    with pytest.raises(UnsupportedError, match=r"svd .*singular value.*Fix:"):  # first order
-        ad.hessian(polar, ROTATION.copy(), backend=B)
 
 
 def test_full_matrices_extra_columns_are_refused_the_others_differentiated() -> None:
