@@ -71,10 +71,11 @@ import pluggy
 from adswitch.errors import UnsupportedError
 
 # The adapter kit (lazy engine loading, the user's line for messages, warnings given once,
-# numpy's dtype limits as the Array API states them), re-exported here: plugins import
-# everything they use of adswitch from this module.
+# numpy's dtype limits as the Array API states them, the linalg refusal messages),
+# re-exported here: plugins import everything they use of adswitch from this module.
 from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
 from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
+from adswitch.linalg_refusals import LINALG_REFUSALS, known_linalg_refusal, linalg_refusal
 from adswitch.notices import OnceWarner
 
 __all__ = [
@@ -94,12 +95,15 @@ __all__ = [
     "EngineLoader",
     "FInfo",
     "IInfo",
+    "LINALG_REFUSALS",
     "MissingMethodError",
     "OnceWarner",
     "PRIMITIVES",
     "adswitch_backend",
     "array_methods",
     "implements",
+    "known_linalg_refusal",
+    "linalg_refusal",
     "numpy_finfo",
     "numpy_iinfo",
     "user_line",

@@ -36,8 +36,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import known_linalg_refusal, linalg_refusal
 
-__all__ = ["guard", "linear_check", "refusal", "refusal_in"]
+__all__ = ["guard", "known_refusal", "linear_check", "refusal", "refusal_in"]
 
 _MARK = "<<adswitch-linalg>>"
 _FOUND = re.compile(re.escape(_MARK) + "(.*?)" + re.escape(_MARK), re.DOTALL)
@@ -58,8 +59,13 @@ logging.getLogger("jax._src.callback").addFilter(_QuietRefusals())
 
 def refusal(name: str, why: str, fix: str) -> str:
     """The message for ``xp.linalg.<name>`` at a point where its derivative does not
-    exist (or is not computed)."""
-    return f"jax: xp.linalg.{name} has no derivative here: {why}. Fix: {fix}."
+    exist (or is not computed) -- in the words every engine uses (``adswitch.spec``)."""
+    return linalg_refusal("jax", name, why, fix)
+
+
+def known_refusal(key: str) -> str:
+    """One of the refusals every engine shares (``adswitch.spec.LINALG_REFUSALS``)."""
+    return known_linalg_refusal("jax", key)
 
 
 def refusal_in(exc: BaseException) -> UnsupportedError | None:

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from adswitch_jax._linalg_checks import guard, linear_check, refusal
+from adswitch_jax._linalg_checks import guard, known_refusal, linear_check, refusal
 from adswitch_jax._linalg_spectra import (
     differences,
     in_cluster,
@@ -51,39 +51,12 @@ from adswitch_jax._linalg_spectra import (
 
 __all__ = ["EighResult", "eigh", "eigvalsh"]
 
-_SECOND_EIGH = refusal(
-    "eigh (or eigvalsh)",
-    "a second derivative at a repeated eigenvalue is not computed: the first-order rule "
-    "drops the terms between equal eigenvalues, exact to first order only",
-    "take second derivatives away from the repeated eigenvalue, or differentiate once there",
-)
+_SECOND_EIGH = known_refusal("eigh.second")
 
 
-_VECTORS = refusal(
-    "eigh",
-    "the matrix has a repeated eigenvalue, and f depends on the eigenvectors of its "
-    "eigenspace -- they are any rotation of one another there, and their cotangent does "
-    "not determine a derivative (sum(V diag(w - 1) V^T) and sum(w) give the same "
-    "cotangents at the identity and have different gradients)",
-    "differentiate functions of the eigenvalues alone there (xp.linalg.eigvalsh, "
-    "symmetric in the repeated ones), write f without the eigenvectors (a matrix "
-    "function as a polynomial or series of x), or move away from the repeated eigenvalue",
-)
-_MOVES_VECTORS = refusal(
-    "eigh",
-    "forward mode at a repeated eigenvalue, in a direction that moves the eigenvectors of "
-    "its eigenspace -- they are any rotation of one another there, and have no derivative "
-    "(a jvp pushes every output of eigh, used or not)",
-    "use xp.linalg.eigvalsh for the eigenvalues, reverse mode (ad.gradient) of a "
-    "symmetric function of them, or move away from the repeated eigenvalue",
-)
-_KINK = refusal(
-    "eigvalsh (or eigh)",
-    "two equal eigenvalues get different cotangents: neither has a derivative of its own "
-    "where they meet (the sorted eigenvalues have a kink there)",
-    "differentiate a symmetric function of the repeated eigenvalues (their sum), or move "
-    "away from the repeated eigenvalue",
-)
+_VECTORS = known_refusal("eigh.vectors")
+_MOVES_VECTORS = known_refusal("eigh.moves_vectors")
+_KINK = known_refusal("eigh.kink")
 _SPLITS = refusal(
     "eigvalsh (or eigh)",
     "forward mode at a repeated eigenvalue, in a direction that splits it (the sorted "

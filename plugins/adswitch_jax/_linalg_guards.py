@@ -17,23 +17,13 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from adswitch_jax._linalg_checks import guard, refusal
+from adswitch_jax._linalg_checks import guard, known_refusal
 from adswitch_jax._linalg_spectra import real_floating, tolerance
 
 __all__ = ["qr", "slogdet", "vector_norm"]
 
-_SLOGDET = refusal(
-    "slogdet",
-    "the gradient of log|det(x)| is inv(x)^T, infinite at this singular matrix",
-    "keep the matrix regular (add a multiple of the identity), or use xp.linalg.det, "
-    "whose gradient exists at singular matrices",
-)
-_QR = refusal(
-    "qr",
-    "R has a zero on its diagonal (the matrix's columns, or the first min(m, n) of them, "
-    "are dependent), and the derivative of qr needs R regular",
-    "differentiate qr of a matrix of full rank",
-)
+_SLOGDET = known_refusal("slogdet.singular")
+_QR = known_refusal("qr.dependent")
 
 
 def slogdet(native: Any) -> Any:

@@ -42,6 +42,7 @@ from ._linalg_support import (
     distinct,
     gap_reciprocals,
     guard_higher,
+    known_refusal,
     refusal,
     refuse_if,
     spread,
@@ -52,31 +53,9 @@ from ._linalg_support import (
 
 __all__ = ["eigh", "eigvalsh"]
 
-_VECTORS = refusal(
-    "eigh",
-    "the matrix has a repeated eigenvalue, and f depends on the eigenvectors of its "
-    "eigenspace -- they are any rotation of one another there, and their cotangent does "
-    "not determine a derivative (sum(V diag(w - 1) V^T) and sum(w) give the same "
-    "cotangents at the identity and have different gradients)",
-    "differentiate functions of the eigenvalues alone there (xp.linalg.eigvalsh, "
-    "symmetric in the repeated ones), write f without the eigenvectors (a matrix "
-    "function as a polynomial or series of x), or move away from the repeated eigenvalue",
-)
-_MOVES_VECTORS = refusal(
-    "eigh",
-    "forward mode at a repeated eigenvalue, in a direction that moves the eigenvectors of "
-    "its eigenspace -- they are any rotation of one another there, and have no derivative "
-    "(a jvp pushes every output of eigh, used or not)",
-    "use xp.linalg.eigvalsh for the eigenvalues, reverse mode (ad.gradient) of a "
-    "symmetric function of them, or move away from the repeated eigenvalue",
-)
-_KINK = refusal(
-    "eigvalsh (or eigh)",
-    "two equal eigenvalues get different cotangents: neither has a derivative of its own "
-    "where they meet (the sorted eigenvalues have a kink there)",
-    "differentiate a symmetric function of the repeated eigenvalues (their sum), or move "
-    "away from the repeated eigenvalue",
-)
+_VECTORS = known_refusal("eigh.vectors")
+_MOVES_VECTORS = known_refusal("eigh.moves_vectors")
+_KINK = known_refusal("eigh.kink")
 _SPLITS = refusal(
     "eigvalsh (or eigh)",
     "a forward-mode derivative, or a second derivative, at a repeated eigenvalue in a "
@@ -84,12 +63,7 @@ _SPLITS = refusal(
     "use reverse mode (ad.gradient) for a symmetric function of the eigenvalues, or move "
     "away from the repeated eigenvalue",
 )
-_SECOND = refusal(
-    "eigh (or eigvalsh)",
-    "a second derivative at a repeated eigenvalue is not computed: the first-order rule "
-    "drops the terms between equal eigenvalues, exact to first order only",
-    "take second derivatives away from the repeated eigenvalue, or differentiate once there",
-)
+_SECOND = known_refusal("eigh.second")
 
 
 def _sym(x: Any) -> Any:

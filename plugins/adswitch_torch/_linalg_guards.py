@@ -23,6 +23,7 @@ import torch
 from ._linalg_support import (
     any_true,
     few,
+    known_refusal,
     readable,
     refusal,
     refuse_if,
@@ -36,18 +37,8 @@ __all__ = ["cholesky", "qr", "slogdet"]
 
 _GAP_ULPS = 16  # roundoff, in n * eps * the largest magnitude (as _linalg_support)
 
-_SLOGDET = refusal(
-    "slogdet",
-    "the gradient of log|det(x)| is inv(x)^T, infinite at this singular matrix",
-    "keep the matrix regular (add a multiple of the identity), or use xp.linalg.det, "
-    "whose gradient exists at singular matrices",
-)
-_QR = refusal(
-    "qr",
-    "R has a zero on its diagonal (the matrix's columns, or the first min(m, n) of them, "
-    "are dependent), and the derivative of qr needs R regular",
-    "differentiate qr of a matrix of full rank",
-)
+_SLOGDET = known_refusal("slogdet.singular")
+_QR = known_refusal("qr.dependent")
 _QR_COMPLETE = refusal(
     "qr",
     "with mode='complete', the columns of Q beyond n (m > n) are any basis of the "

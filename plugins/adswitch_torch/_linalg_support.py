@@ -24,13 +24,14 @@ import numpy as np
 import torch
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import known_linalg_refusal, linalg_refusal
 
 from ._modes import traced as _carries
 
 __all__ = [
     "any_true", "clusters", "concretely", "distinct", "few", "gap_reciprocals", "guard_higher",
-    "negligible", "readable", "refuse_if", "refusal", "safe_reciprocal", "spread", "stacked",
-    "sum_reciprocals", "tolerance", "traced",
+    "known_refusal", "negligible", "readable", "refuse_if", "refusal", "safe_reciprocal",
+    "spread", "stacked", "sum_reciprocals", "tolerance", "traced",
 ]  # fmt: skip
 
 # How close two computed eigenvalues (singular values) must be to count as equal, in units
@@ -126,9 +127,14 @@ def distinct(values: Any) -> bool:
 
 
 def refusal(name: str, why: str, fix: str) -> str:
-    """The message of an ``UnsupportedError`` for ``xp.linalg.<name>`` at a point where
-    its derivative does not exist (or is not computed)."""
-    return f"torch: xp.linalg.{name} has no derivative here: {why}. Fix: {fix}."
+    """The message for ``xp.linalg.<name>`` at a point where its derivative does not
+    exist (or is not computed) -- in the words every engine uses (``adswitch.spec``)."""
+    return linalg_refusal("torch", name, why, fix)
+
+
+def known_refusal(key: str) -> str:
+    """One of the refusals every engine shares (``adswitch.spec.LINALG_REFUSALS``)."""
+    return known_linalg_refusal("torch", key)
 
 
 def stacked(function: Any, info: Any, in_dims: Sequence[Any], args: Sequence[Any]) -> Any:

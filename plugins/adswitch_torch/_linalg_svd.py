@@ -48,8 +48,8 @@ from adswitch.errors import UnsupportedError
 from ._linalg_support import (
     any_true,
     distinct,
+    known_refusal,
     readable,
-    refusal,
     refuse_if,
     spread,
     stacked,
@@ -62,12 +62,7 @@ _GAP_ULPS = 16  # roundoff, in k * eps * the largest singular value (as _linalg_
 
 __all__ = ["matrix_norm", "svd", "svdvals"]
 
-_COMPLETE = refusal(
-    "svd",
-    "with full_matrices=True, the columns of U (rows of Vh) beyond min(m, n) are any "
-    "basis of a complement of the matrix's range, and have no derivative",
-    "call xp.linalg.svd(x, full_matrices=False)",
-)
+_COMPLETE = known_refusal("svd.complete")
 
 
 class _Svd(torch.autograd.Function):

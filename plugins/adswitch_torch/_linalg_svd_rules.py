@@ -19,8 +19,8 @@ from ._linalg_support import (
     clusters,
     gap_reciprocals,
     guard_higher,
+    known_refusal,
     negligible,
-    refusal,
     refuse_if,
     safe_reciprocal,
     spread,
@@ -29,46 +29,11 @@ from ._linalg_support import (
 
 __all__ = ["svd_gradient", "svd_tangent"]
 
-_VECTORS = refusal(
-    "svd",
-    "the matrix has a repeated (or, non-square, a zero) singular value, and f depends on "
-    "its singular vectors -- they are not unique there, and their cotangent does not "
-    "determine a derivative (sum(U diag(s - 1) Vh) and sum(s) give the same cotangents "
-    "at the identity and have different gradients)",
-    "differentiate functions of the singular values alone there (xp.linalg.svdvals, "
-    "xp.linalg.matrix_norm), or move away from the repeated or zero singular value",
-)
-_MOVES_VECTORS = refusal(
-    "svd",
-    "forward mode at a repeated (or, non-square, a zero) singular value: the singular "
-    "vectors are not unique there, and have no derivative (a jvp pushes every output of "
-    "svd, used or not)",
-    "use xp.linalg.svdvals for the singular values, or move away from the repeated or "
-    "zero singular value",
-)
-_KINK = refusal(
-    "svdvals (or svd)",
-    "two equal singular values get different cotangents: neither has a derivative of its "
-    "own where they meet (the sorted singular values have a kink there)",
-    "differentiate a symmetric function of the repeated singular values (their sum; "
-    "xp.linalg.matrix_norm(x, ord=2) spreads its slope over them), or move away from the "
-    "repeated singular value",
-)
-_SPLITS = refusal(
-    "svdvals (or svd, matrix_norm)",
-    "a forward-mode derivative at a repeated or zero singular value, in a direction that "
-    "splits or moves it from 0 (the sorted singular values have a kink there)",
-    "use reverse mode (ad.gradient) for a symmetric function of the singular values, or "
-    "move away from the repeated or zero singular value",
-)
-_SECOND = refusal(
-    "svd (or svdvals, matrix_norm)",
-    "a second derivative at a repeated or zero singular value is not computed: the "
-    "first-order rule drops the terms between equal singular values, exact to first "
-    "order only",
-    "take second derivatives away from the repeated or zero singular value, or "
-    "differentiate once there",
-)
+_VECTORS = known_refusal("svd.vectors")
+_MOVES_VECTORS = known_refusal("svd.moves_vectors")
+_KINK = known_refusal("svd.kink")
+_SPLITS = known_refusal("svd.splits")
+_SECOND = known_refusal("svd.second")
 
 
 def _projected_out(vectors: Any, grads: Any, inner: Any) -> Any:
