@@ -163,10 +163,11 @@ class Prepared:
         static = templates.static_positions(started.plan.active, started.plan.leaves)
         self._memo: dict[Hashable, Any] | None = None if static else {}
         plan = self._plan
-        # Every argument one leaf of its own, plain or Const: the commonest prepared call,
-        # checked without walking trees and run on the prepared arguments' plans.
-        simple = plan.untied and not plan.has_duplicated and plan.bare is not None
-        self._simple = tuple(zip([p.kind for p in plan.args], self._signature)) if simple else None
+        # No ties and no Duplicated (the commonest prepared calls): each call is checked
+        # by comparing each argument's wrapper and tree with the prepared one and each leaf's
+        # signature with its own, and runs on the prepared arguments' plans.
+        simple = plan.untied and not plan.has_duplicated
+        self._simple = tuple([(p.kind, p.treedef) for p in plan.args]) if simple else None
 
     def __call__(self, *args: Any) -> Any:
         name, kw = self._name, self._kwargs
@@ -207,8 +208,9 @@ class Prepared:
         calls = selection.current_calls.get()
         simple = self._simple
         if simple is not None and not calls and not self._depth and len(args) == len(simple):
-            leaves = []
-            for arg, (kind, signature) in zip(args, simple):
+            leaves: list[Any] = []
+            flatten = trees.flatten
+            for arg, (kind, treedef) in zip(args, simple):
                 cls = type(arg)
                 if cls is Const:
                     if kind != CONST:
@@ -216,11 +218,15 @@ class Prepared:
                     arg = arg.val
                 elif kind != PLAIN or cls is Duplicated or cls is Active:
                     break
-                if _signature(arg) != signature:
+                if treedef is None:
+                    leaves.append(arg)  # (not a leaf: its signature below tells)
+                elif flatten(arg, leaves)[1] != treedef:
                     break
-                leaves.append(arg)
             else:
-                if len(leaves) > 1 and not self._distinct(leaves):
+                # (untied: the unique leaves are the leaves in order)
+                if list(map(_signature, leaves)) != self._signature or (
+                    len(leaves) > 1 and not self._distinct(leaves)
+                ):
                     return self._rebind_checked(args)
                 plan = prepared.rebound(leaves, prepared.args)
                 if plan.n_active_arrays > 1:
@@ -322,6 +328,9 @@ class Prepared:
         if len(sig) == 1:
             return f"a {sig[0].__module__.partition('.')[0]}.{sig[0].__qualname__}"
         cls, shape, dtype, device = sig
+        devices = getattr(device, "device_set", None)  # a sharding: where it places data
+        if devices is not None and len(devices) == 1:
+            device = next(iter(devices))
         where = f" on {device}" if str(device) not in ("None", "cpu") else ""
         name = f"{cls.__module__.partition('.')[0]}.{cls.__qualname__}"
         return f"{name} of shape {shape} and dtype {dtype}{where}"
@@ -338,12 +347,25 @@ def _signature(leaf: Any) -> tuple[Any, ...]:
     if cls is np.ndarray:
         return (cls, leaf.shape, leaf.dtype, None)
     if cls in ARRAY_TYPES or (cls not in SCALAR_TYPES and is_array(leaf)):
+        where = _PLACEMENT.get(cls) or _placement(cls)
         try:  # (inline, not a helper's frame: every prepared call checks every leaf)
-            device = getattr(leaf, "device", None)
+            device = getattr(leaf, where, None)
         except Exception:  # jax: an array sharded over several devices has .devices() only
             device = _devices(leaf)
         return (cls, leaf.shape, leaf.dtype, device)
     return (cls,)
+
+
+# Per array type, the attribute that says where an array's data is: its ``sharding``
+# where the type has one (jax: a stored attribute, where ``.device`` derives a device
+# from it on each read, and tells sharded arrays apart too), else its ``device``.
+_PLACEMENT: dict[type, str] = {}
+
+
+def _placement(cls: type) -> str:
+    sharded = isinstance(getattr(cls, "sharding", None), property)
+    _PLACEMENT[cls] = where = "sharding" if sharded else "device"
+    return where
 
 
 def _devices(leaf: Any) -> Any:

@@ -65,9 +65,18 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
                 f"{root} does not have primal {a}'s structure ({where}). Build it like the "
                 "primal, e.g. with ad.make_zero(primal) and then fill it."
             )
+        paths: list[str] | None = None  # (built only for a message: O(leaves) each time)
         for j, (u, t) in enumerate(zip(arg.leaf_ids, leaves)):
-            path = trees.leaf_path(treedef, root, j)
             value = plan.leaves[u]
+            if not seen[u] and plan.active[u]:
+                per_leaf[u] = _same_kind(t, value)
+                if per_leaf[u] is None:
+                    paths = paths or trees.leaf_paths(treedef, root)
+                    per_leaf[u] = _conform(t, value, paths[j], "primal")
+                seen[u] = True
+                continue
+            paths = paths or trees.leaf_paths(treedef, root)
+            path = paths[j]
             if not plan.active[u]:
                 if t is not None:
                     raise ActivityError(
@@ -75,13 +84,9 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
                         "which is not differentiated. Pass None there."
                     )
                 continue
-            if seen[u]:
-                fa, fj = plan.first[u]
-                first = trees.leaf_path(plan.args[fa].treedef, f"{name}[{fa}]", fj)
-                _check_tie(per_leaf[u], t, path, first)
-                continue
-            per_leaf[u] = _conform(t, value, path, "primal")
-            seen[u] = True
+            fa, fj = plan.first[u]
+            first = trees.leaf_path(plan.args[fa].treedef, f"{name}[{fa}]", fj)
+            _check_tie(per_leaf[u], t, path, first)
     return per_leaf
 
 
@@ -103,6 +108,11 @@ def cotangents_per_output(layout: Outputs, y_leaves: Sequence[Any], cotangent: A
     diff = set(layout.diff_positions)
     out: list[Any] = []
     for k, (c, y) in enumerate(zip(leaves, y_leaves)):
+        if k in diff:
+            same = _same_kind(c, y)
+            if same is not None:
+                out.append(same)
+                continue
         path = trees.leaf_path(treedef, "cotangent", k)
         if k not in diff:
             if c is not None:
@@ -124,6 +134,18 @@ def stand_in(value: Any) -> Any:
     ):
         return value
     return np.broadcast_to(np.zeros((), dtype=numpy_dtype(value.dtype)), shape_of(value))
+
+
+def _same_kind(t: Any, value: Any) -> Any:
+    """``t`` itself when it is an array of ``value``'s type, shape and dtype (``value``
+    being differentiated, so floating): what :func:`_conform` would return, checked without
+    a key path; ``None`` when :func:`_conform` must look closer."""
+    if type(t) is not type(value) or isinstance(t, (float, int)):
+        return None
+    shape = getattr(t, "shape", None)
+    if shape is None or shape != value.shape or t.dtype != value.dtype:
+        return None
+    return t
 
 
 def _conform(t: Any, value: Any, path: str, what: str) -> Any:

@@ -97,6 +97,7 @@ class Row(NamedTuple):
     theirs_s: float
     target: float | None
     best: bool  # adswitch's best mode (the compact table's row), not "auto"
+    prepared: bool = False  # through ad.prepare (prepared at the same point)
 
 
 class Schedule(NamedTuple):
@@ -147,15 +148,33 @@ def adswitch_calls(
             )
             for m in (*MODES, "auto")
         }
-    elif w.operator == "hessian":
-        run = functools.partial(ad.hessian, f, first, *consts, backend=engine)
-        calls = {"ad.hessian": Contender(run, lambda r: r[0][0])}
+        for m in MODES:
+            prep = ad.prepare(ad.jacobian, f, first, *consts, backend=engine, mode=m)
+            calls[f"{PREPARED} ad.jacobian(mode={m!r})"] = Contender(
+                functools.partial(prep, first, *consts), lambda r: r[0]
+            )
+        return _synchronous(engine, calls)
+    if w.operator == "hessian":
+        op: Any = ad.hessian
+        given: tuple[Any, ...] = (first, *consts)
+        answer: Callable[[Any], Any] = lambda r: r[0][0]  # noqa: E731
     elif w.operator == "hvp":
-        run = functools.partial(ad.hvp, f, (first, *consts), (v, *nones), backend=engine)
-        calls = {"ad.hvp": Contender(run, lambda r: r[0])}
+        op, given, answer = ad.hvp, ((first, *consts), (v, *nones)), lambda r: r[0]
     else:
-        run = functools.partial(ad.jvp, f, (first, *consts), (v, *nones), backend=engine)
-        calls = {"ad.jvp": Contender(run, lambda r: r[1])}
+        op, given, answer = ad.jvp, ((first, *consts), (v, *nones)), lambda r: r[1]
+    name = f"ad.{op.__name__}"
+    prep = ad.prepare(op, f, *given, backend=engine)
+    calls = {
+        name: Contender(functools.partial(op, f, *given, backend=engine), answer),
+        f"{PREPARED} {name}": Contender(functools.partial(prep, *given), answer),
+    }
+    return _synchronous(engine, calls)
+
+
+PREPARED = "prepared"  # the label's first word for an ad.prepare'd call
+
+
+def _synchronous(engine: str, calls: dict[str, Contender]) -> dict[str, Contender]:
     return {name: Contender(synchronous(engine, c.run), c.answer) for name, c in calls.items()}
 
 
@@ -218,9 +237,12 @@ def measure(
         notes.append(f"{name}: {rounds} rounds (not {plan.most}: the calls are slow)")
     if w.operator == "jacobian":
         best = min((f"ad.jacobian(mode={m!r})" for m in MODES), key=medians.__getitem__)
-        mine = [(best, True), ("ad.jacobian(mode='auto')", False)]
+        best_prepared = min(
+            (f"{PREPARED} ad.jacobian(mode={m!r})" for m in MODES), key=medians.__getitem__
+        )
+        mine = [(best, True), ("ad.jacobian(mode='auto')", False), (best_prepared, True)]
     else:
-        mine = [(next(iter(ours)), True)]
+        mine = [(label, True) for label in ours]
     rows = []
     for label, is_best in mine:
         for b in against:
@@ -235,6 +257,7 @@ def measure(
                     medians[base],
                     target(engine, name, b),
                     is_best,
+                    label.startswith(PREPARED),
                 )
             )
     return rows, medians, notes
@@ -276,7 +299,7 @@ def compact_table(results: dict[str, list[Row]]) -> None:
         (e, b) for e, rows in results.items() for b in dict.fromkeys(r.against for r in rows)
     ]
     workloads = list(dict.fromkeys(r.workload for rows in results.values() for r in rows))
-    cells: dict[tuple[str, str, str], str] = {}
+    cells: dict[tuple[str, str, str, bool], str] = {}
     for engine, rows in results.items():
         for row in rows:
             if row.best:
@@ -284,13 +307,22 @@ def compact_table(results: dict[str, list[Row]]) -> None:
                 verdict = (
                     "" if row.target is None else f" ({goal} {'ok' if met == 'yes' else 'over'})"
                 )
-                cells[(engine, row.against, row.workload)] = ratio + verdict
+                cells[(engine, row.against, row.workload, row.prepared)] = ratio + verdict
     print(
-        "\n### Summary (adswitch / the engine's own best call; Jacobians: adswitch's best mode)\n"
+        "\n### Summary (adswitch / the engine's own best call; Jacobians: adswitch's best mode;"
+        " plain calls and ad.prepare'd ones)\n"
     )
+    headers = [
+        f"adswitch({e}){' prepared' if p else ''} / best {b}"
+        for e, b in columns
+        for p in (False, True)
+    ]
     print_table(
-        ["workload", *(f"adswitch({e}) / best {b}" for e, b in columns)],
-        [[wl, *(cells.get((e, b, wl), "-") for e, b in columns)] for wl in workloads],
+        ["workload", *headers],
+        [
+            [wl, *(cells.get((e, b, wl, p), "-") for e, b in columns for p in (False, True))]
+            for wl in workloads
+        ],
     )
 
 

@@ -95,6 +95,34 @@ def test_vjp_apply_seed_batched_is_the_jacobian() -> None:
     assert out[1] == pytest.approx(S**2)
 
 
+@pytest.mark.parametrize("primitive", ["vjp_apply", "jvp"])
+def test_outputs_not_wanted_come_back_as_shapes_and_dtypes(primitive: str) -> None:
+    # CallInfo.wants_outputs=False: the program does not return f's outputs; the caller
+    # gets stand-ins with their shapes and dtypes, and the same derivatives.
+    eye = np.eye(4)
+    jx, js, jss = jacobians(X, S)
+    for wanted in (True, False, False):  # (the third: from the cache)
+        call = CallInfo(0, ("outputs", "jacobian"), "jacobian", f_of, True, wants_outputs=wanted)
+        if primitive == "vjp_apply":
+            out, (gx, gs, _) = ENGINE.vjp_apply(
+                Outputs(), LEAVES, ACTIVE, lambda d: [eye[:, :3], eye[:, 3]], call
+            )
+            np.testing.assert_allclose(gx, np.vstack([jx, np.zeros(3)]))
+            np.testing.assert_allclose(gs, np.append(js, jss))
+        else:
+            out, (ty, tss) = ENGINE.jvp(
+                Outputs(), LEAVES, ACTIVE, [eye[:, :3], eye[:, 3], None], call
+            )
+            np.testing.assert_allclose(ty, np.vstack([jx, js]))
+            np.testing.assert_allclose(tss, np.array([0, 0, 0, jss]))
+        if wanted:
+            np.testing.assert_allclose(out[0], np.sin(X) * S)
+        else:
+            assert not isinstance(out[0], (np.ndarray, jax.Array))
+            assert (tuple(out[0].shape), out[0].dtype) == ((3,), np.float64)
+            assert tuple(out[1].shape) == ()
+
+
 @pytest.mark.parametrize("scale", [1.0, 2.0])
 def test_jvp_batched_tangents_identity_or_not(scale: float) -> None:
     # The identity basis is baked into the program; any other batch must be read as values.

@@ -130,6 +130,23 @@ def test_ties_must_stay_as_prepared() -> None:
         untied(w, w)
 
 
+def test_tree_arguments_checked_on_every_call() -> None:
+    # Trees without ties take the prepared call's quick check: whatever it cannot pass
+    # is listed as the full check lists it.
+    p, x = make(0)
+    prep = ad.prepare(ad.gradient, loss, p, ad.Const(x))
+    q, _ = make(1)
+    np.testing.assert_allclose(
+        prep(q, ad.Const(x))[0]["W"], ad.gradient(loss, q, ad.Const(x))[0]["W"]
+    )
+    with pytest.raises(ad.PreparationError, match=r"args\[0\] has another structure"):
+        prep([q["W"], q["b"]], ad.Const(x))
+    with pytest.raises(ad.PreparationError, match=r"args\[0\]\['b'\] was prepared as numpy"):
+        prep({"W": q["W"], "b": 1.0}, ad.Const(x))
+    with pytest.raises(ad.PreparationError, match="args\\[0\\] was prepared plain, is Duplicated"):
+        prep(ad.Duplicated(q, ad.make_zero(q)), ad.Const(x))
+
+
 def test_duplicated_shadows_are_checked_and_written_each_call() -> None:
     p, x = make(0)
     first = ad.Duplicated(p)

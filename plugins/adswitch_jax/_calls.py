@@ -32,6 +32,9 @@ __all__ = [
 ]
 
 
+_stand_in: Any = jax.ShapeDtypeStruct  # (untyped in jax)
+
+
 class Trace:
     """What tracing ``f`` once found out about its outputs, shared by all later calls.
 
@@ -42,14 +45,18 @@ class Trace:
             leave a compiled program).
         diff_dtypes: dtypes of the differentiated outputs (a pullback's cotangents are
             cast to them).
+        stand_ins: per output leaf, a ``jax.ShapeDtypeStruct`` for an array (``None``
+            else): the outputs of a program that does not return them (the caller wants
+            only their shapes and dtypes: ``CallInfo.wants_outputs``).
         count: how many times the program was traced (tests count compiles with it).
     """
 
-    __slots__ = ("aux_types", "count", "diff_dtypes", "n_out", "slots")
+    __slots__ = ("aux_types", "count", "diff_dtypes", "n_out", "slots", "stand_ins")
 
     def __init__(self) -> None:
         self.n_out = 0
         self.slots: tuple[int, ...] = ()
+        self.stand_ins: tuple[Any, ...] = ()
         self.aux_types: tuple[str, ...] = ()
         self.diff_dtypes: tuple[Any, ...] = ()
         self.count = 0
@@ -59,13 +66,16 @@ class Trace:
         slots: list[int] = []
         arrays: list[Any] = []
         aux_types: list[str] = []
+        stand_ins: list[Any] = [None] * len(outs)
         for pos, out in enumerate(outs):
             if isinstance(out, jax.Array):
                 slots.append(pos)
                 arrays.append(out)
+                stand_ins[pos] = _stand_in(out.shape, out.dtype)
             elif out is not None:
                 aux_types.append(type(out).__name__)
         self.n_out, self.slots, self.aux_types = len(outs), tuple(slots), tuple(aux_types)
+        self.stand_ins = tuple(stand_ins)
         return tuple(arrays)
 
 

@@ -76,8 +76,16 @@ def compiled(
     tangent_key: Hashable = None
     if request.tangents is not None:
         basis = identity_basis(request.tangents) if request.batched else None
-        # an identity basis is baked into the program: the key holds its layout instead
-        tangent_key = ("basis", basis) if basis is not None else tangent_sig(request.tangents)
+        # an identity basis is baked into the program: the key holds its layout instead.
+        # Unbatched tangents have their primals' shapes and dtypes (the front end checked
+        # them), so their kinds tell the programs apart; a program traced again for other
+        # ones is recompiled (Retrace, below).
+        if basis is not None:
+            tangent_key = ("basis", basis)
+        elif request.batched:
+            tangent_key = tangent_sig(request.tangents)
+        else:
+            tangent_key = tuple(map(type, request.tangents))
     try:
         fast, key, entry = _lookup(request, found, captures, x64, state, tangent_key)
     except TypeError:  # an unhashable constant leaf
@@ -140,9 +148,12 @@ def compiled(
     else:
         if not fresh:
             request.fn.reuse(entry.output_structure)  # f did not run: say what it gave
-        out_leaves = [None] * trace.n_out
-        for pos, array in zip(trace.slots, arrays):
-            out_leaves[pos] = array
+        if request.with_outputs:
+            out_leaves = [None] * trace.n_out
+            for pos, array in zip(trace.slots, arrays):
+                out_leaves[pos] = array
+        else:  # the caller reads their shapes and dtypes only
+            out_leaves = list(trace.stand_ins)
     if request.primitive == "vjp":
         if entry.appliers is None:
             entry.appliers = appliers(trace, entry.layout)

@@ -18,11 +18,6 @@ from adswitch_jax.notices import warn_once
 
 __all__ = ["Request", "eager_run", "finish", "unkeyed"]
 
-# Per primitive, the entries (CallInfo.entry) whose caller discards the outputs: the
-# contract says so of "gradient"; the front end's hessian and hvp discard their jvp's
-# outputs too (today's code; proposed for the contract's CallInfo.entry wording).
-_DISCARDED = {"value_and_grad": ("gradient",), "jvp": ("hessian", "hvp")}
-
 
 class Request:
     """One primitive call, as the engine contract hands it over."""
@@ -58,10 +53,11 @@ class Request:
         # only the active leaves' tangents go into a program
         self.tangents = None if tangents is None else [t for t, a in zip(tangents, active) if a]
         self.batched = info.batched and primitive in ("vjp_apply", "jvp")
-        # Where the caller discards the outputs, placeholders suffice -- and a program
-        # without them is smaller: XLA drops the inner gradient's own backward pass from
-        # the jvp of a Hessian or Hessian-vector product (about a quarter of its work).
-        self.with_outputs = info.entry not in _DISCARDED.get(primitive, ())
+        # Where the caller reads only the outputs' shapes and dtypes, stand-ins suffice --
+        # and a program without them is smaller: XLA drops the inner gradient's own
+        # backward pass from the jvp of a Hessian or Hessian-vector product (about a
+        # quarter of its work), and a Jacobian's program returns one array less.
+        self.with_outputs = info.wants_outputs
 
 
 def unkeyed(request: Request, found: Scan, x64: bool) -> tuple[list[Any], Any]:
