@@ -196,8 +196,10 @@ class CallInfo(NamedTuple):
             than by the function object, so that look-alike functions share a program.
         wants_outputs: ``False`` when the caller uses only the outputs' shapes and dtypes,
             not their values (``ad.gradient``, a Jacobian without aux, ``ad.derivative``,
-            Hessians): an engine may then hand them back without making them concrete
-            or converting them to the caller's kind.
+            Hessians and Hessian-vector products): an engine may then hand back any
+            objects with the outputs' ``shape`` and ``dtype`` (the jax engine: a
+            ``jax.ShapeDtypeStruct`` each, from programs that do not return the outputs),
+            without making them concrete or converting them to the caller's kind.
     """
 
     depth: int = 0
