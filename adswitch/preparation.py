@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-import numpy as np
-
 from adswitch import selection, templates, trees
 from adswitch.accepts import check_flag
 from adswitch.activity import Active, Const, Duplicated
@@ -27,11 +25,12 @@ from adswitch.call import Started, run_gradient, start
 from adswitch.errors import PreparationError, UsageError
 from adswitch.forward import derivative, derivative_primals, jvp, run_jvp
 from adswitch.jacobians import MODES, jacobian, run_jacobian
-from adswitch.leaves import ARRAY_TYPES, SCALAR_TYPES, describe, is_array
+from adswitch.leaves import ARRAY_TYPES, SCALAR_TYPES, describe
 from adswitch.overlap import check_overlap
 from adswitch.plan import CONST, KIND_NAMES, PLAIN, ArgPlan, Plan, unwrap
 from adswitch.reverse import run_vjp, vjp
 from adswitch.second_order import hessian, hvp, run_hessian, run_hvp
+from adswitch.signatures import describe_signature, signature
 from adswitch.spec import Backend
 
 __all__ = ["Prepared", "prepare"]
@@ -156,7 +155,7 @@ class Prepared:
         self._engine = started.engine
         self._depth = started.depth
         self._plan = started.plan.structure()
-        self._signature = [_signature(leaf) for leaf in started.plan.leaves]
+        self._signature = [signature(leaf) for leaf in started.plan.leaves]
         self._slot: dict[Hashable, Any] = {}  # what the engine keeps for calls of this structure
         # The CallInfos (and what else follows from the structure) made once, unless a
         # compiled engine's cache key holds leaf values, which may change between calls.
@@ -224,7 +223,7 @@ class Prepared:
                     break
             else:
                 # (untied: the unique leaves are the leaves in order)
-                if list(map(_signature, leaves)) != self._signature or (
+                if list(map(signature, leaves)) != self._signature or (
                     len(leaves) > 1 and not self._distinct(leaves)
                 ):
                     return self._rebind_checked(args)
@@ -287,11 +286,10 @@ class Prepared:
                     continue
                 leaves[u] = leaf
                 seen[u] = True
-                if _signature(leaf) != self._signature[u]:
-                    problems.append(
-                        f"{prepared.path(a, j)} was prepared as {self._describe(u)}, is "
-                        f"{describe(leaf)}"
-                    )
+                if signature(leaf) != self._signature[u]:
+                    was = describe_signature(self._signature[u])
+                    now = describe(leaf)
+                    problems.append(f"{prepared.path(a, j)} was prepared as {was}, is {now}")
             arg_plan = ArgPlan(kind, val, dval, treedef)
             arg_plan.leaf_ids = shape.leaf_ids
             new_args.append(arg_plan)
@@ -323,50 +321,6 @@ class Prepared:
                 )
         return problems
 
-    def _describe(self, u: int) -> str:
-        sig = self._signature[u]
-        if len(sig) == 1:
-            return f"a {sig[0].__module__.partition('.')[0]}.{sig[0].__qualname__}"
-        cls, shape, dtype, device = sig
-        devices = getattr(device, "device_set", None)  # a sharding: where it places data
-        if devices is not None and len(devices) == 1:
-            device = next(iter(devices))
-        where = f" on {device}" if str(device) not in ("None", "cpu") else ""
-        name = f"{cls.__module__.partition('.')[0]}.{cls.__qualname__}"
-        return f"{name} of shape {shape} and dtype {dtype}{where}"
-
     def __repr__(self) -> str:
         f = getattr(self._f, "__qualname__", self._f)
         return f"<adswitch prepared {self._name} of {f!r} on {self._engine.name!r}>"
-
-
-def _signature(leaf: Any) -> tuple[Any, ...]:
-    """What a prepared call fixes about a leaf: its type, and for arrays shape, dtype and
-    device (values are free to change)."""
-    cls = type(leaf)
-    if cls is np.ndarray:
-        return (cls, leaf.shape, leaf.dtype, None)
-    if cls in ARRAY_TYPES or (cls not in SCALAR_TYPES and is_array(leaf)):
-        where = _PLACEMENT.get(cls) or _placement(cls)
-        try:  # (inline, not a helper's frame: every prepared call checks every leaf)
-            device = getattr(leaf, where, None)
-        except Exception:  # jax: an array sharded over several devices has .devices() only
-            device = _devices(leaf)
-        return (cls, leaf.shape, leaf.dtype, device)
-    return (cls,)
-
-
-# Per array type, the attribute that says where an array's data is: its ``sharding``
-# where the type has one (jax: a stored attribute, where ``.device`` derives a device
-# from it on each read, and tells sharded arrays apart too), else its ``device``.
-_PLACEMENT: dict[type, str] = {}
-
-
-def _placement(cls: type) -> str:
-    sharded = isinstance(getattr(cls, "sharding", None), property)
-    _PLACEMENT[cls] = where = "sharding" if sharded else "device"
-    return where
-
-
-def _devices(leaf: Any) -> Any:
-    return tuple(sorted(map(str, leaf.devices()))) if hasattr(leaf, "devices") else None
