@@ -271,6 +271,22 @@ def test_jvp_float32_and_derivative() -> None:
     np.testing.assert_allclose(d, [12.0, -12.0])
 
 
+def test_derivative_and_jacobian_of_a_constant_python_float_output() -> None:
+    # The programs of these calls return no outputs (only their shapes are needed, so
+    # the non-array output costs no eager call): a Python float among them still gets a
+    # Python float derivative, as on the tape.
+    W = np.arange(6.0).reshape(2, 3)
+
+    def f(t: Any, W: Any) -> dict[str, Any]:
+        return {"y": W @ (t * np.ones(3)), "c": 1.0}
+
+    d = ad.derivative(f, 2.0, W, backend="jax")
+    np.testing.assert_allclose(d["y"], W.sum(axis=1))
+    assert type(d["c"]) is float and d["c"] == 0.0
+    (dc,) = ad.jacobian(lambda x: {"c": 1.0, "y": W @ x}, np.ones(3), backend="jax")["c"]
+    assert dc.shape == (3,) and not dc.any()
+
+
 # -- equinox ----------------------------------------------------------------------------
 
 

@@ -45,9 +45,10 @@ class Trace:
             leave a compiled program).
         diff_dtypes: dtypes of the differentiated outputs (a pullback's cotangents are
             cast to them).
-        stand_ins: per output leaf, a ``jax.ShapeDtypeStruct`` for an array (``None``
-            else): the outputs of a program that does not return them (the caller wants
-            only their shapes and dtypes: ``CallInfo.wants_outputs``).
+        stand_ins: per output leaf, a ``jax.ShapeDtypeStruct`` for an array, the value
+            itself for a Python or numpy scalar (a constant of the program), ``None`` else: the
+            outputs of a program that does not return them (the caller wants only their
+            shapes, dtypes and types: ``CallInfo.wants_outputs``).
         count: how many times the program was traced (tests count compiles with it).
     """
 
@@ -74,6 +75,8 @@ class Trace:
                 stand_ins[pos] = _stand_in(out.shape, out.dtype)
             elif out is not None:
                 aux_types.append(type(out).__name__)
+                if isinstance(out, (int, float, complex, np.generic)):
+                    stand_ins[pos] = out  # (a float output's derivative is a float)
         self.n_out, self.slots, self.aux_types = len(outs), tuple(slots), tuple(aux_types)
         self.stand_ins = tuple(stand_ins)
         return tuple(arrays)
