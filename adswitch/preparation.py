@@ -224,7 +224,7 @@ class Prepared:
             else:
                 # (untied: the unique leaves are the leaves in order)
                 if list(map(signature, leaves)) != self._signature or (
-                    len(leaves) > 1 and not self._distinct(leaves)
+                    len(leaves) > 1 and not _distinct(leaves)
                 ):
                     return self._rebind_checked(args)
                 plan = prepared.rebound(leaves, prepared.args)
@@ -232,10 +232,6 @@ class Prepared:
                     check_overlap(plan, self._engine)
                 return plan
         return self._rebind_checked(args)
-
-    def _distinct(self, leaves: list[Any]) -> bool:
-        arrays = [leaf for leaf in leaves if not isinstance(leaf, SCALAR_TYPES)]
-        return len({id(leaf) for leaf in arrays}) == len(arrays)
 
     def _rebind_checked(self, args: Sequence[Any]) -> Plan:
         """:meth:`_rebind`, every difference from the prepared structure listed."""
@@ -307,9 +303,9 @@ class Prepared:
 
     def _new_ties(self, leaves: list[Any], prepared: Plan) -> list[str]:
         """Distinct prepared leaves that are now one object."""
-        arrays = [u for u, leaf in enumerate(leaves) if not isinstance(leaf, SCALAR_TYPES)]
-        if len({id(leaves[u]) for u in arrays}) == len(arrays):
+        if _distinct(leaves):
             return []
+        arrays = [u for u, leaf in enumerate(leaves) if not isinstance(leaf, SCALAR_TYPES)]
         first: dict[int, int] = {}
         problems = []
         for u in arrays:
@@ -324,3 +320,9 @@ class Prepared:
     def __repr__(self) -> str:
         f = getattr(self._f, "__qualname__", self._f)
         return f"<adswitch prepared {self._name} of {f!r} on {self._engine.name!r}>"
+
+
+def _distinct(leaves: list[Any]) -> bool:
+    """No two array leaves are one object (Python scalars may repeat: they are values)."""
+    arrays = [leaf for leaf in leaves if not isinstance(leaf, SCALAR_TYPES)]
+    return len({id(leaf) for leaf in arrays}) == len(arrays)

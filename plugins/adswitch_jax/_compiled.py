@@ -148,7 +148,7 @@ def compiled(
     else:
         if not fresh:
             request.fn.reuse(entry.output_structure)  # f did not run: say what it gave
-        if request.with_outputs:
+        if request.info.wants_outputs:
             out_leaves = [None] * trace.n_out
             for pos, array in zip(trace.slots, arrays):
                 out_leaves[pos] = array
@@ -188,7 +188,7 @@ def _lookup(
             patched[u] = static_token(leaves[u])
         sig = tuple(patched)
     head = (captures.key, structure_of(request.info), request.primitive, request.batched, x64)
-    key = (head, request.with_outputs, sig, tangent_key)
+    key = (head, request.info.wants_outputs, sig, tangent_key)
     return fast, key, CACHE.get(key)
 
 
@@ -203,7 +203,11 @@ def _new_entry(
         found.dyn,
         len(captures.lifted),
         not found.jax_kind,
-        request.with_outputs,
+        # Where the caller reads only the outputs' shapes and dtypes the program does not
+        # return them (stand-ins serve): XLA then drops the inner gradient's own backward
+        # pass from the jvp of a Hessian or Hessian-vector product (about a quarter of its
+        # work), and a Jacobian's program returns one array less.
+        request.info.wants_outputs,
         request.batched,
     )
     entry = Entry(owner, layout, Kinds(leaves, request.active))
@@ -232,7 +236,7 @@ def _settle(request: Request, entry: Entry, captures: Walk, key: Hashable) -> No
     """After a program's first run: what its outputs were, what it baked in."""
     func = request.info.func
     entry.output_structure = request.fn.output_structure  # f ran while jax traced it
-    if request.with_outputs and entry.trace.aux_types:
+    if request.info.wants_outputs and entry.trace.aux_types:
         entry.mode = JIT_AUX
         warn_once(
             warning_key("aux", func),

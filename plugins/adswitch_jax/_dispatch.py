@@ -53,7 +53,7 @@ def _run(request: Request) -> tuple[list[Any], Any]:
     state: Prepared | None = None
     prepared = info.prepared
     if prepared is not None and not info.depth:
-        slot_key = (_SLOT, request.primitive, request.batched, request.with_outputs)
+        slot_key = (_SLOT, request.primitive, request.batched, request.info.wants_outputs)
         state = prepared.get(slot_key)
         if state is None:
             state = prepared.setdefault(slot_key, Prepared(scan(request.leaves, request.active)))

@@ -31,7 +31,6 @@ class Request:
         "primitive",
         "seed",
         "tangents",
-        "with_outputs",
     )
 
     def __init__(
@@ -53,11 +52,6 @@ class Request:
         # only the active leaves' tangents go into a program
         self.tangents = None if tangents is None else [t for t, a in zip(tangents, active) if a]
         self.batched = info.batched and primitive in ("vjp_apply", "jvp")
-        # Where the caller reads only the outputs' shapes and dtypes, stand-ins suffice --
-        # and a program without them is smaller: XLA drops the inner gradient's own
-        # backward pass from the jvp of a Hessian or Hessian-vector product (about a
-        # quarter of its work), and a Jacobian's program returns one array less.
-        self.with_outputs = info.wants_outputs
 
 
 def unkeyed(request: Request, found: Scan, x64: bool) -> tuple[list[Any], Any]:
