@@ -30,13 +30,16 @@ __all__ = [
     "SINGULAR",
     "TALL_RANK_TWO",
     "W43",
+    "check_eigenvector_functions_of_a_stack_and_their_batched_jacobian",
     "check_functions_of_repeated_and_zero_singular_values_alone",
     "check_functions_of_singular_values_at_repeated_and_zero_ones",
     "check_functions_of_the_eigenvalues_at_a_repeated_one",
     "check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused",
     "check_functions_of_the_eigenvectors_at_regular_points_are_computed",
     "check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused",
+    "check_second_derivatives_at_a_repeated_eigenvalue_are_refused",
     "check_second_derivatives_at_repeated_singular_values_are_refused",
+    "check_symmetric_functions_of_repeated_eigenvalues",
     "exp_trace",
     "exp_trace_gradient",
     "polar",
@@ -180,6 +183,52 @@ def check_functions_of_the_eigenvalues_at_a_repeated_one(backend: str) -> None:
 
 
 # -- svd at a repeated singular value: functions of the singular vectors are refused -------
+def check_eigenvector_functions_of_a_stack_and_their_batched_jacobian(
+    backend: str, refusal: str
+) -> None:
+    """Regular matrices: computed, both modes; one with a repeated eigenvalue: refused,
+    with a message matching ``refusal`` (the engines word their forward-mode one apart)."""
+    stack = np.stack([REPEATED + np.diag([0.0, 0.5, 0.0]), REGULAR + REGULAR.T, DIAGONAL])
+
+    def rows(x: Any) -> Any:
+        xp = xp_of(x)
+        return xp.stack([projector(x[i]) for i in range(x.shape[0])])
+
+    regular = stack[:2]
+    expected = np.stack([fd_gradient(lambda y, i=i: rows(y)[i], regular) for i in range(2)])
+    for mode in ("reverse", "forward"):
+        (jac,) = ad.jacobian(rows, regular.copy(), backend=backend, mode=mode)
+        np.testing.assert_allclose(np.asarray(jac), expected, atol=1e-8)
+        with pytest.raises(UnsupportedError, match=refusal):
+            ad.jacobian(rows, stack.copy(), backend=backend, mode=mode)
+
+
+def _squares(x: Any) -> Any:  # ||sym(x)||_F^2
+    return xp_of(x).sum(xp_of(x).linalg.eigvalsh(sym(x)) ** 2)
+
+
+def check_symmetric_functions_of_repeated_eigenvalues(backend: str) -> None:
+    (g,) = ad.gradient(_squares, REPEATED.copy(), backend=backend)
+    np.testing.assert_allclose(g, REPEATED + REPEATED.T, atol=1e-12)
+
+    def largest(x: Any) -> Any:  # a kink: the engine's max splits the slope evenly
+        return xp_of(x).max(xp_of(x).linalg.eigvalsh(x))
+
+    (g,) = ad.gradient(largest, np.diag([3.0, 3.0, 1.0]), backend=backend)
+    np.testing.assert_allclose(g, np.diag([0.5, 0.5, 0.0]), atol=1e-12)
+
+
+def check_second_derivatives_at_a_repeated_eigenvalue_are_refused(f: str, backend: str) -> None:
+    """``f``: ``"projector"`` (refused at first order already) or ``"eigvalsh"``."""
+    function = projector if f == "projector" else _squares
+    refused = r"second derivative" if f == "eigvalsh" else r"eigenvectors"  # (first order)
+    with pytest.raises(UnsupportedError, match=rf"{refused}.*Fix:"):
+        ad.hessian(function, REPEATED.copy(), backend=backend)
+    shifted = REPEATED + np.diag([0.0, 0.3, 0.0])  # distinct again
+    (hess,) = ad.hessian(function, shifted, backend=backend)
+    assert np.isfinite(np.asarray(hess[0])).all()
+
+
 def check_functions_of_repeated_and_zero_singular_values_alone(backend: str) -> None:
     """Symmetric in the repeated ones: computed in reverse mode (the spectral norms spread
     their slope over the tied ones: basis-independent); a zero one has slope 0 (a kink, as

@@ -18,8 +18,16 @@ from typing import Any
 import numpy as np
 import pytest
 from linalg_regular_cases import fd_gradient, sym, xp_of
+from singular_det_cases import (
+    SINGULAR_POINTS,
+    check_det_at_singular_matrices_first_and_second_order,
+    check_det_of_a_stack_mixing_singular_and_regular_matrices,
+    check_slogdet_at_a_singular_matrix_is_refused,
+    cofactors,
+    det,
+    det_hessian,
+)
 from spectral_degenerate_cases import (
-    DIAGONAL,
     REGULAR,
     REPEATED,
     REPEATED_POINTS,
@@ -28,13 +36,16 @@ from spectral_degenerate_cases import (
     TALL_RANK_TWO,
     W43,
     C,
+    check_eigenvector_functions_of_a_stack_and_their_batched_jacobian,
     check_functions_of_repeated_and_zero_singular_values_alone,
     check_functions_of_singular_values_at_repeated_and_zero_ones,
     check_functions_of_the_eigenvalues_at_a_repeated_one,
     check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused,
     check_functions_of_the_eigenvectors_at_regular_points_are_computed,
     check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused,
+    check_second_derivatives_at_a_repeated_eigenvalue_are_refused,
     check_second_derivatives_at_repeated_singular_values_are_refused,
+    check_symmetric_functions_of_repeated_eigenvalues,
     polar,
     projector,
     trace_of_eigvalsh,
@@ -52,41 +63,6 @@ B = "torch"
 _rng = np.random.default_rng(22)  # this file's own draws (the shared points use 21)
 
 
-def cofactors(a: np.ndarray) -> np.ndarray:
-    n = a.shape[0]
-    out = np.zeros_like(a)
-    for i, j in np.ndindex(n, n):
-        minor = np.delete(np.delete(a, i, 0), j, 1)
-        out[i, j] = (-1) ** (i + j) * np.linalg.det(minor)
-    return out
-
-
-def det_hessian(a: np.ndarray) -> np.ndarray:
-    """``det``'s Hessian, exactly: ``det(a + s E_ij + t E_kl)`` is ``c0 + c1 s + c2 t + c3
-    s t``, so unit differences give ``c3`` without truncation error."""
-    n = a.shape[0]
-    hess = np.zeros((n, n, n, n))
-    for i, j, k, l in np.ndindex(n, n, n, n):
-        if (i, j) == (k, l):
-            continue
-        total = 0.0
-        for s, t in ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)):
-            moved = a.copy()
-            moved[i, j] += s
-            moved[k, l] += t
-            total += s * t * np.linalg.det(moved)
-        hess[i, j, k, l] = total / 4.0
-    return hess
-
-
-def det(x: Any) -> Any:
-    return xp_of(x).linalg.det(x)
-
-
-def det_stack(x: Any) -> Any:
-    return xp_of(x).sum(xp_of(x).linalg.det(x) * xp_of(x).asarray([1.0, -2.0, 0.5]))
-
-
 def weighted_svd(x: Any, h: Any) -> Any:
     """``<W, U diag(h(s)) V^T>``."""
     xp = xp_of(x)
@@ -96,28 +72,13 @@ def weighted_svd(x: Any, h: Any) -> Any:
 
 
 # -- det at singular matrices --------------------------------------------------------------
-@pytest.mark.parametrize(
-    "a", [SINGULAR, np.diag([2.0, 0.0, 0.0]), np.zeros((3, 3))], ids=["rank2", "rank1", "zero"]
-)
-def test_det_at_singular_matrices_first_and_second_order(a: np.ndarray) -> None:
-    (g,) = ad.gradient(det, a.copy(), backend=B)
-    np.testing.assert_allclose(g, cofactors(a), atol=1e-12)  # torch's own: 0 at rank 2
-    _, tangent = ad.jvp(det, (a.copy(),), (C,), backend=B)
-    assert float(tangent) == pytest.approx(float(np.sum(cofactors(a) * C)), abs=1e-12)
-    (hess,) = ad.hessian(det, a.copy(), backend=B)
-    np.testing.assert_allclose(np.asarray(hess[0]), det_hessian(a), atol=1e-12)
+@pytest.mark.parametrize("point", sorted(SINGULAR_POINTS))
+def test_det_at_singular_matrices_first_and_second_order(point: str) -> None:
+    check_det_at_singular_matrices_first_and_second_order(point, B)
 
 
 def test_det_of_a_stack_mixing_singular_and_regular_matrices() -> None:
-    stack = np.stack([SINGULAR, REGULAR, np.diag([2.0, 0.0, 0.0])])
-    weights = np.array([1.0, -2.0, 0.5])
-    (g,) = ad.gradient(det_stack, stack.copy(), backend=B)
-    expected = np.stack([w * cofactors(a) for w, a in zip(weights, stack)])
-    np.testing.assert_allclose(g, expected, atol=1e-12)
-    (hess,) = ad.hessian(det_stack, stack.copy(), backend=B)
-    got = np.asarray(hess[0])
-    for i, (w, a) in enumerate(zip(weights, stack)):
-        np.testing.assert_allclose(got[i, :, :, i], w * det_hessian(a), atol=1e-11)
+    check_det_of_a_stack_mixing_singular_and_regular_matrices(B)
 
 
 def test_third_derivative_of_det_at_a_singular_matrix_is_refused() -> None:
@@ -138,34 +99,13 @@ def hessian_entry_numpy(x: Any) -> Any:
 
 # -- eigh at a repeated eigenvalue ---------------------------------------------------------
 def test_eigenvector_functions_of_a_stack_and_their_batched_jacobian() -> None:
-    """Regular matrices: computed, both modes; one with a repeated eigenvalue: refused."""
-    stack = np.stack([REPEATED + np.diag([0.0, 0.5, 0.0]), REGULAR + REGULAR.T, DIAGONAL])
-
-    def rows(x: Any) -> Any:
-        xp = xp_of(x)
-        return xp.stack([projector(x[i]) for i in range(x.shape[0])])
-
-    regular = stack[:2]
-    expected = np.stack([fd_gradient(lambda y, i=i: rows(y)[i], regular) for i in range(2)])
-    for mode in ("reverse", "forward"):
-        (jac,) = ad.jacobian(rows, regular.copy(), backend=B, mode=mode)
-        np.testing.assert_allclose(np.asarray(jac), expected, atol=1e-8)
-        with pytest.raises(UnsupportedError, match=r"linalg\.eigh .*repeated eigenvalue.*Fix:"):
-            ad.jacobian(rows, stack.copy(), backend=B, mode=mode)
+    check_eigenvector_functions_of_a_stack_and_their_batched_jacobian(
+        B, r"linalg\.eigh .*repeated eigenvalue.*Fix:"
+    )
 
 
 def test_symmetric_functions_of_repeated_eigenvalues() -> None:
-    def squares(x: Any) -> Any:  # ||sym(x)||_F^2
-        return xp_of(x).sum(xp_of(x).linalg.eigvalsh(sym(x)) ** 2)
-
-    (g,) = ad.gradient(squares, REPEATED.copy(), backend=B)
-    np.testing.assert_allclose(g, REPEATED + REPEATED.T, atol=1e-12)
-
-    def largest(x: Any) -> Any:  # a kink: torch's max splits the slope evenly
-        return xp_of(x).max(xp_of(x).linalg.eigvalsh(x))
-
-    (g,) = ad.gradient(largest, np.diag([3.0, 3.0, 1.0]), backend=B)
-    np.testing.assert_allclose(g, np.diag([0.5, 0.5, 0.0]), atol=1e-12)
+    check_symmetric_functions_of_repeated_eigenvalues(B)
 
 
 @pytest.mark.parametrize(
@@ -187,16 +127,7 @@ def test_functions_the_dropped_terms_are_not_exact_for_are_refused(f: Any) -> No
 
 @pytest.mark.parametrize("f", ["projector", "eigvalsh"])
 def test_second_derivatives_at_a_repeated_eigenvalue_are_refused(f: str) -> None:
-    def squares(x: Any) -> Any:
-        return xp_of(x).sum(xp_of(x).linalg.eigvalsh(sym(x)) ** 2)
-
-    function = projector if f == "projector" else squares
-    refused = r"second derivative" if f == "eigvalsh" else r"eigenvectors"  # (first order)
-    with pytest.raises(UnsupportedError, match=rf"{refused}.*Fix:"):
-        ad.hessian(function, REPEATED.copy(), backend=B)
-    shifted = REPEATED + np.diag([0.0, 0.3, 0.0])  # distinct again: torch's own rule
-    (hess,) = ad.hessian(function, shifted, backend=B)
-    assert np.isfinite(np.asarray(hess[0])).all()
+    check_second_derivatives_at_a_repeated_eigenvalue_are_refused(f, B)
 
 
 # -- eigh and svd at repeated (and zero) values: the checks both engines share -------------
@@ -271,15 +202,7 @@ def test_full_matrices_extra_columns_are_refused_the_others_differentiated() -> 
 
 # -- derivatives that do not exist ---------------------------------------------------------
 def test_slogdet_at_a_singular_matrix_is_refused() -> None:
-    def logabs(x: Any) -> Any:
-        return xp_of(x).linalg.slogdet(x)[1]
-
-    for call in (
-        lambda: ad.gradient(logabs, SINGULAR.copy(), backend=B),
-        lambda: ad.jvp(logabs, (SINGULAR.copy(),), (C,), backend=B),
-    ):
-        with pytest.raises(UnsupportedError, match=r"slogdet.*singular.*Fix:.*xp\.linalg\.det"):
-            call()
+    check_slogdet_at_a_singular_matrix_is_refused(B)
 
 
 @pytest.mark.parametrize(
