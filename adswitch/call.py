@@ -20,7 +20,7 @@ from adswitch.outputs import LossFunction
 from adswitch.overlap import check_overlap
 from adswitch.plan import DUPLICATED, Plan
 from adswitch.registry import default_registry
-from adswitch.results import place, restore_scalar_types, write_shadows
+from adswitch.results import loss_value, place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend, CallInfo
 
 __all__ = ["Started", "differentiate", "run_gradient", "running", "start"]
@@ -162,7 +162,11 @@ def run_gradient(
     finally:
         calls.reset(token)
 
-    val = None if entry == "gradient" else fn.output(out_leaves)
+    val = None
+    if entry != "gradient":
+        if not depth and out_leaves:  # (the loss is the output's first leaf)
+            out_leaves = [loss_value(plan, out_leaves[0]), *out_leaves[1:]]
+        val = fn.output(out_leaves)
     if not depth and plan.scalar_leaves:
         grads = restore_scalar_types(plan, grads)
     results = place(plan, grads)

@@ -59,7 +59,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"adswitch {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("backends", help="list the engines with availability and versions")
+    # Each subcommand has a description of its own (``adswitch backends --help`` shows it);
+    # the ones other distributions add are described by their own parsers.
+    commands.add_parser(
+        "backends",
+        help="list the engines with availability and versions",
+        description="List every adswitch engine found (the built-in tape and the plugins "
+        "installed under the 'adswitch.backends' entry point): whether it can be used "
+        "now, its version, and what it declares (nested differentiation, mutation, "
+        "compilation, devices) -- or, for an engine that cannot be used, why and the "
+        "command that installs it.",
+    )
     for name in sorted(extra):
         commands.add_parser(name, help=f"see: adswitch {name} --help")
     parsed = parser.parse_args(args)

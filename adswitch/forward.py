@@ -15,6 +15,7 @@ from adswitch.call import Started, running, start
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe, leaf_kind
 from adswitch.outputs import OutputFunction, Outputs
+from adswitch.results import as_leaf_scalar
 from adswitch.spec import Backend
 from adswitch.tangents import tangents_per_leaf
 
@@ -77,7 +78,10 @@ def run_jvp(
         out_leaves, out_tangents = derive.jvp(engine, fn, plan.leaves, plan.active, per_leaf, info)
     layout = fn.outputs()
     value = fn.output(out_leaves)
-    tangent = output_tree(layout, out_tangents, out_leaves, depth)
+    # A derivative in a Python float (or numpy scalar) x is that type where it is 0-d, as
+    # the Jacobian block of such an x is.
+    x = plan.leaves[0] if operator == "derivative" and not depth else None
+    tangent = output_tree(layout, out_tangents, out_leaves, depth, x)
     if has_aux:
         y, aux = value
         return y, tangent, aux
@@ -85,14 +89,21 @@ def run_jvp(
 
 
 def output_tree(
-    layout: Outputs, per_output: Sequence[Any], out_leaves: Sequence[Any], depth: int
+    layout: Outputs,
+    per_output: Sequence[Any],
+    out_leaves: Sequence[Any],
+    depth: int,
+    scalar_of: Any = None,
 ) -> Any:
     """A tree like ``y`` with ``per_output`` at its floating leaves (``None`` elsewhere);
-    at top level a Python float output gets a Python float."""
+    at top level a Python float output gets a Python float, and with ``scalar_of`` (a
+    scalar input) a 0-d value gets its type (see ``results.as_leaf_scalar``)."""
     leaves: list[Any] = [None] * layout.n_y
     for k, value in zip(layout.diff_positions, per_output):
         if not depth and isinstance(out_leaves[k], float) and not isinstance(value, float):
             value = float(value)
+        if scalar_of is not None:
+            value = as_leaf_scalar(value, scalar_of)
         leaves[k] = value
     return trees.unflatten(layout.y_def, leaves)
 

@@ -22,7 +22,7 @@ from adswitch.errors import UsageError
 from adswitch.namespace import array_namespace
 from adswitch.outputs import OutputFunction
 from adswitch.plan import Plan
-from adswitch.results import place
+from adswitch.results import as_leaf_scalar, place
 from adswitch.spec import Backend, CallInfo
 
 __all__ = ["jacobian", "run_jacobian"]
@@ -109,7 +109,7 @@ def run_jacobian(started: Started, f: Callable[..., Any], mode: str, has_aux: bo
     entries: list[Any] = [None] * layout.n_y
     for k, per_leaf in zip(layout.diff_positions, per_output):
         if not depth and plan.scalar_leaves:  # (only scalar leaves' blocks change type)
-            per_leaf = [_as_scalar(v, leaf) for v, leaf in zip(per_leaf, plan.leaves)]
+            per_leaf = [as_leaf_scalar(v, leaf) for v, leaf in zip(per_leaf, plan.leaves)]
         entries[k] = place(plan, per_leaf)
     jac = trees.unflatten(layout.y_def, entries)
     if has_aux:  # (only then is the value rebuilt: without aux it is not returned)
@@ -267,11 +267,3 @@ def _remember_size(f: Any, plan: Plan, size: int) -> None:
     _OUTPUT_SIZES.move_to_end(key)
     if len(_OUTPUT_SIZES) > _OUTPUT_SIZES_MAX:
         _OUTPUT_SIZES.popitem(last=False)
-
-
-def _as_scalar(value: Any, leaf: Any) -> Any:
-    """At top level, a 0-d block for a Python float (or numpy scalar) leaf is given back
-    as that type, as gradients are."""
-    if value is not None and isinstance(leaf, (float, np.generic)) and shape_of(value) == ():
-        return type(leaf)(value)
-    return value

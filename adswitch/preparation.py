@@ -9,6 +9,12 @@ from the prepared structure: the planning, the engine selection and the capabili
 checks are not done again. Values may change freely; ``Duplicated`` shadows and
 overlapping memory, which depend on the objects passed, are checked on every call.
 
+Dicts are matched by key: a dict with the prepared keys in another order (``jax.tree_util``
+and optax give dicts back with sorted keys) is the same structure, and its gradient comes
+back keyed in the order given. ``f`` sees the arguments as given, so such a call gets an
+engine slot of its own (a recording or compiled program of ``f`` on one key order would
+not be the computation of ``f`` on another).
+
 A prepared call holds no per-call state, so several threads may call it at once.
 """
 
@@ -67,7 +73,11 @@ def prepare(
         f: the function.
         *args: example arguments, exactly as ``op`` takes them (for ``jvp``/``hvp``:
             ``primals, tangents``).
-        backend: the engine (chosen now, once).
+        backend: the engine. Given, it pins the prepared call to that engine: it runs
+            there whatever ``ad.use`` says when it is called. Left ``None``, the engine is
+            chosen now by the usual rules (``ad.use``, ``ADSWITCH_BACKEND``, the arrays'
+            types, the default) and kept; a call inside an ``ad.use`` that selects another
+            engine is a ``PreparationError`` (prepare again there, or pin the engine).
         **op_kwargs: ``op``'s keywords (``zero=``, ``has_aux=``, ``mode=``).
 
     Returns:
@@ -106,7 +116,7 @@ def prepare(
     # the first call.
     primals = _primals(name, args, split)
     started = start(f, primals, backend, name, duplicated_ok=duplicated_ok)
-    return Prepared(name, f, kwargs, split, started)
+    return Prepared(name, f, kwargs, split, started, backend is not None)
 
 
 def _primals(name: str, args: Sequence[Any], split: bool) -> tuple[Any, ...]:
@@ -133,6 +143,8 @@ class Prepared:
         "_kwargs",
         "_memo",
         "_name",
+        "_orders",
+        "_pinned",
         "_plan",
         "_signature",
         "_simple",
@@ -147,8 +159,10 @@ class Prepared:
         kwargs: dict[str, Any],
         split: bool,
         started: Started,
+        pinned: bool = False,
     ) -> None:
         self._name = name
+        self._pinned = pinned  # backend= was given: ad.use does not apply
         self._f = f
         self._kwargs = kwargs
         self._split = split
@@ -161,6 +175,9 @@ class Prepared:
         # compiled engine's cache key holds leaf values, which may change between calls.
         static = templates.static_positions(started.plan.active, started.plan.leaves)
         self._memo: dict[Hashable, Any] | None = None if static else {}
+        # (slot, memo) per key order of the dicts, for calls whose dicts come in another
+        # order than the example's: f runs on them as given (see the module doc).
+        self._orders: dict[Hashable, tuple[dict[Hashable, Any], dict[Hashable, Any] | None]] = {}
         plan = self._plan
         # No ties and no Duplicated (the commonest prepared calls): each call is checked
         # by comparing each argument's wrapper and tree with the prepared one and each leaf's
@@ -181,9 +198,10 @@ class Prepared:
             primals, tangents = tuple(args[0]), args[1]
         else:
             primals = args
-        started = _new_tuple(
-            Started, (self._rebind(primals), self._engine, self._depth, self._slot, self._memo)
-        )  # (``Started(...)`` without the named tuple's Python-level ``__new__``)
+        plan, reordered = self._rebind(primals)
+        slot, memo = self._order_slot(plan) if reordered else (self._slot, self._memo)
+        # (``tuple.__new__``: ``Started(...)`` without the named tuple's Python ``__new__``)
+        started = _new_tuple(Started, (plan, self._engine, self._depth, slot, memo))
         f = self._f
         if name == "gradient":
             return run_gradient(started, f, kw["zero"], "gradient")[1]
@@ -201,10 +219,13 @@ class Prepared:
             return run_hessian(started, f)
         return run_hvp(started, f, tangents, kw["zero"])
 
-    def _rebind(self, args: Sequence[Any]) -> Plan:
-        """The plan of this call, after checking it against the prepared structure."""
+    def _rebind(self, args: Sequence[Any]) -> tuple[Plan, bool]:
+        """The plan of this call, after checking it against the prepared structure, and
+        whether some dict of it has the prepared keys in another order."""
         prepared = self._plan
         calls = selection.current_calls.get()
+        if not self._pinned and not calls:
+            self._check_use()
         simple = self._simple
         if simple is not None and not calls and not self._depth and len(args) == len(simple):
             leaves: list[Any] = []
@@ -230,10 +251,41 @@ class Prepared:
                 plan = prepared.rebound(leaves, prepared.args)
                 if plan.n_active_arrays > 1:
                     check_overlap(plan, self._engine)
-                return plan
+                return plan, False
         return self._rebind_checked(args)
 
-    def _rebind_checked(self, args: Sequence[Any]) -> Plan:
+    def _check_use(self) -> None:
+        """The innermost ``ad.use`` selects the engine of a call: one that selects another
+        engine than the prepared call's is refused, not silently ignored."""
+        used = selection.innermost_use()
+        if used is None or used is self._engine:
+            return
+        name = used if isinstance(used, str) else used.name
+        if name == self._engine.name:
+            return
+        here = self._engine.name
+        raise PreparationError(
+            f"this ad.{self._name} was prepared on engine {here!r}, but is called inside "
+            f"ad.use({name!r}), which selects engine {name!r}. A prepared call keeps the "
+            f"engine it was prepared on: prepare it again inside ad.use({name!r}) to run "
+            f"on {name!r}, or pass backend={here!r} to ad.prepare to pin it to {here!r} "
+            "whatever ad.use says."
+        )
+
+    def _order_slot(self, plan: Plan) -> tuple[dict[Hashable, Any], dict[Hashable, Any] | None]:
+        """The engine slot and memo of calls with this plan's dict key orders."""
+        key = tuple([p.treedef for p in plan.args])
+        try:
+            found = self._orders.get(key)
+        except TypeError:  # an unhashable tree node's auxiliary data: nothing kept
+            return {}, None
+        if found is None:
+            if len(self._orders) >= _MAX_ORDERS:
+                self._orders.pop(next(iter(self._orders)))  # the oldest first
+            found = self._orders[key] = ({}, None if self._memo is None else {})
+        return found
+
+    def _rebind_checked(self, args: Sequence[Any]) -> tuple[Plan, bool]:
         """:meth:`_rebind`, every difference from the prepared structure listed."""
         prepared = self._plan
         calls = selection.current_calls.get()
@@ -256,6 +308,7 @@ class Prepared:
             )
         leaves: list[Any] = [None] * len(self._signature)
         seen = [False] * len(self._signature)
+        reordered = False
         new_args: list[ArgPlan] = []
         for a, (arg, shape) in enumerate(zip(args, prepared.args)):
             kind, val, dval = unwrap(a, arg)
@@ -268,16 +321,27 @@ class Prepared:
                 flat, treedef = [val], None
             else:
                 flat, treedef = trees.flatten(val)
+            leaf_ids: Sequence[int] = shape.leaf_ids
+            positions: Sequence[int] = range(len(flat))  # the prepared position of each leaf
             if treedef != shape.treedef:
-                where = trees.describe_mismatch(shape.treedef, treedef, f"args[{a}]")
-                problems.append(f"args[{a}] has another structure ({where})")
-                continue
-            for j, (u, leaf) in enumerate(zip(shape.leaf_ids, flat)):
+                order = trees.reorder(shape.treedef, treedef)
+                if order is None:
+                    where = trees.describe_mismatch(
+                        shape.treedef, treedef, f"args[{a}]", ("was prepared", "is given")
+                    )
+                    problems.append(f"args[{a}] has another structure ({where})")
+                    continue
+                # The same keys in another order: leaves matched by key, and the argument
+                # kept as given (f sees it, and its gradient comes back, in its order).
+                positions = order
+                leaf_ids = tuple([shape.leaf_ids[i] for i in order])
+                reordered = True
+            for j, (u, leaf) in enumerate(zip(leaf_ids, flat)):
                 if seen[u]:
                     if leaf is not leaves[u] and not isinstance(leaf, SCALAR_TYPES):
                         problems.append(
-                            f"{prepared.path(a, j)} was prepared as the same array as "
-                            f"{prepared.path(*prepared.first[u])} (tied), now it is another one"
+                            f"{prepared.path(a, positions[j])} was prepared as the same array "
+                            f"as {prepared.path(*prepared.first[u])} (tied), now it is another one"
                         )
                     continue
                 leaves[u] = leaf
@@ -285,9 +349,11 @@ class Prepared:
                 if signature(leaf) != self._signature[u]:
                     was = describe_signature(self._signature[u])
                     now = describe(leaf)
-                    problems.append(f"{prepared.path(a, j)} was prepared as {was}, is {now}")
+                    problems.append(
+                        f"{prepared.path(a, positions[j])} was prepared as {was}, is {now}"
+                    )
             arg_plan = ArgPlan(kind, val, dval, treedef)
-            arg_plan.leaf_ids = shape.leaf_ids
+            arg_plan.leaf_ids = leaf_ids
             new_args.append(arg_plan)
         if not problems:
             problems = self._new_ties(leaves, prepared)
@@ -298,8 +364,10 @@ class Prepared:
                 "Prepare again (ad.prepare) for arguments of the new structure."
             )
         plan = prepared.rebound(leaves, new_args)
+        if reordered:
+            _follow_given_order(plan)
         check_overlap(plan, self._engine)
-        return plan
+        return plan, reordered
 
     def _new_ties(self, leaves: list[Any], prepared: Plan) -> list[str]:
         """Distinct prepared leaves that are now one object."""
@@ -320,6 +388,22 @@ class Prepared:
     def __repr__(self) -> str:
         f = getattr(self._f, "__qualname__", self._f)
         return f"<adswitch prepared {self._name} of {f!r} on {self._engine.name!r}>"
+
+
+def _follow_given_order(plan: Plan) -> None:
+    """A plan whose dicts come in another key order than the prepared ones: each unique
+    leaf's first place is where it first occurs in the given order (a tied array's total
+    gradient sits there, as an unprepared call on these arguments puts it), and no
+    template (its identity stands for the prepared order in compiled engines' keys)."""
+    first: dict[int, tuple[int, int]] = {}
+    for a, p in enumerate(plan.args):
+        for j, u in enumerate(p.leaf_ids):
+            first.setdefault(u, (a, j))
+    plan.first = tuple([first[u] for u in range(len(plan.leaves))])
+    plan.template = None
+
+
+_MAX_ORDERS = 8  # key orders kept per prepared call (each may hold an engine's program)
 
 
 def _distinct(leaves: list[Any]) -> bool:

@@ -167,8 +167,10 @@ class Registry:
             raise cached
         return cached
 
-    def get(self, name: str) -> Backend:
-        """The available engine called ``name``, else a clear error."""
+    def get(self, name: str, source: str | None = None) -> Backend:
+        """The available engine called ``name``, else a clear error; ``source`` says
+        where the name came from (``"backend='x'"``, ``"ad.use('x')"``, the environment
+        variable), for the message."""
         backend = self._backends.get(name)
         if backend is None:
             self._ensure_loaded()
@@ -178,8 +180,15 @@ class Registry:
                 raise BackendUnavailableError(
                     f"engine {name!r} is unavailable: {self._broken[name]}"
                 )
+            named = f", named by {source}" if source else ""
+            fix = (
+                " Set ADSWITCH_BACKEND to one of them, or unset it."
+                if source is not None and "ADSWITCH_BACKEND" in source
+                else ""
+            )
             raise AdswitchError(
-                f"unknown engine {name!r}{did_you_mean(name, self.names())}; {self.listing()}. "
+                f"unknown engine {name!r}{named}{did_you_mean(name, self.names())}; "
+                f"{self.listing()}.{fix} "
                 "Third-party engines register under the 'adswitch.backends' entry point."
             )
         self.version(backend)

@@ -1,18 +1,23 @@
 """Where results go: gradients placed into one entry per argument (new trees for plain
 arguments, ``None`` for ``Const``, the shadow for ``Duplicated``), and the shadows written
--- last, once every gradient exists and every check has passed."""
+-- last, once every gradient exists and every check has passed. Also the type of a scalar
+result, the same on every engine (engines hand back 0-d arrays, numpy scalars or Python
+floats for the same number)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from adswitch import trees
+from adswitch.leaves import is_array
 from adswitch.plan import CONST, DUPLICATED, Plan
 from adswitch.shadows import write, write_float
 from adswitch.spec import Backend
 
-__all__ = ["place", "restore_scalar_types", "write_shadows"]
+__all__ = ["as_leaf_scalar", "loss_value", "place", "restore_scalar_types", "write_shadows"]
 
 
 def restore_scalar_types(plan: Plan, grads: list[Any]) -> list[Any]:
@@ -27,6 +32,37 @@ def restore_scalar_types(plan: Plan, grads: list[Any]) -> list[Any]:
         if type(grads[u]) is not type(leaf):
             grads[u] = type(leaf)(grads[u])
     return grads
+
+
+def as_leaf_scalar(value: Any, leaf: Any) -> Any:
+    """At top level, a 0-d result for a Python float (or numpy scalar) leaf -- a Jacobian
+    block, a derivative -- is given back as that type, as gradients are."""
+    if (
+        value is not None
+        and isinstance(leaf, (float, np.generic))
+        and getattr(value, "shape", ()) == ()
+    ):
+        return type(leaf)(value)
+    return value
+
+
+def loss_value(plan: Plan, loss: Any) -> Any:
+    """``withgradient``'s loss (at top level) as the caller's kind of scalar, whatever the
+    engine computed it as: a Python float when every leaf of the call is a Python scalar,
+    else a numpy scalar of its dtype (``np.float64``, ``np.float32``), as numpy's own
+    reductions give. An engine's own array (a torch or jax scalar) is kept: the caller
+    passed that kind."""
+    cls = type(loss)
+    if cls is np.ndarray:
+        if loss.shape != () or loss.dtype.kind != "f":
+            return loss
+    elif cls is not float and not isinstance(loss, np.floating):
+        return loss
+    if not any(isinstance(leaf, np.generic) or is_array(leaf) for leaf in plan.leaves):
+        return float(loss)
+    if cls is float:
+        return np.float64(loss)
+    return loss[()] if cls is np.ndarray else loss
 
 
 def place(plan: Plan, per_leaf: Sequence[Any]) -> tuple[Any, ...]:

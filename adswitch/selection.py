@@ -27,7 +27,7 @@ from adswitch.errors import AdswitchError, UnsupportedError
 from adswitch.registry import Registry, default_registry
 from adswitch.spec import PRIMITIVES, Backend
 
-__all__ = ["DEFAULT_BACKEND", "use", "select", "enclosing", "current_calls"]
+__all__ = ["DEFAULT_BACKEND", "use", "select", "enclosing", "current_calls", "innermost_use"]
 
 DEFAULT_BACKEND = "tape"
 
@@ -52,7 +52,7 @@ def use(backend: str | Backend) -> Iterator[Backend]:
         ...     ad.gradient(lambda x: ad.array_namespace(x).sum(x * x), np.array([3.0]))
         (array([6.]),)
     """
-    resolved = resolve(backend, default_registry())
+    resolved = resolve(backend, default_registry(), f"ad.use({backend!r})")
     token = _use_stack.set((*_use_stack.get(), resolved))
     try:
         yield resolved
@@ -60,15 +60,23 @@ def use(backend: str | Backend) -> Iterator[Backend]:
         _use_stack.reset(token)
 
 
-def resolve(backend: str | Backend, registry: Registry) -> Backend:
+def resolve(backend: str | Backend, registry: Registry, source: str = "backend=") -> Backend:
+    """The engine ``backend`` names; ``source`` says where the name came from (for the
+    message of an unknown one)."""
     if isinstance(backend, str):
-        return registry.get(backend)
+        return registry.get(backend, source)
     if not any(hasattr(backend, name) for name in PRIMITIVES):
         raise AdswitchError(
             f"backend={backend!r} is neither an engine name nor a Backend object; "
             f"pass a name such as 'tape' (installed: {', '.join(registry.names())})"
         )
     return backend
+
+
+def innermost_use() -> str | Backend | None:
+    """The engine of the innermost ``with ad.use(...)`` block, or ``None`` outside any."""
+    used = _use_stack.get()
+    return used[-1] if used else None
 
 
 def enclosing() -> Backend | None:
@@ -81,7 +89,7 @@ def select(backend: str | Backend | None, leaves: Sequence[Any], registry: Regis
     calls = current_calls.get()  # (``enclosing`` inline: every call runs this)
     outer = calls[-1] if calls else None
     if backend is not None:
-        chosen = resolve(backend, registry)
+        chosen = resolve(backend, registry, f"backend={backend!r}")
         if outer is not None and chosen is not outer:
             raise UnsupportedError(
                 f"this call runs inside a differentiation on engine {outer.name!r} but "
@@ -93,10 +101,10 @@ def select(backend: str | Backend | None, leaves: Sequence[Any], registry: Regis
         return outer
     used = _use_stack.get()
     if used:
-        return resolve(used[-1], registry)
+        return resolve(used[-1], registry, f"ad.use({used[-1]!r})")
     from_env = _env_backend()
     if from_env:
-        return registry.get(from_env)
+        return registry.get(from_env, "the ADSWITCH_BACKEND environment variable")
     found = _from_array_types(leaves, registry)
     return found if found is not None else registry.get(DEFAULT_BACKEND)
 

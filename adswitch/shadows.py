@@ -189,12 +189,20 @@ def check_shadows(
         if not any(active[u] and is_array(leaves[u]) for u in arg.leaf_ids):
             no_float_in_duplicated(a, arg.val)
         shadow_leaves, shadow_def = trees.flatten(arg.dval)
+        in_dval: list[int] | None = None  # val position -> dval position, when they differ
         if shadow_def != arg.treedef:
-            where = trees.describe_mismatch(arg.treedef, shadow_def, f"args[{a}]")
-            raise ActivityError(
-                f"args[{a}]: dval does not have val's structure ({where}). Build the shadow "
-                "with ad.make_zero(val), or pass Duplicated(val) to have one made."
-            )
+            order = trees.reorder(arg.treedef, shadow_def)
+            if order is None:
+                where = trees.describe_mismatch(arg.treedef, shadow_def, f"args[{a}]")
+                raise ActivityError(
+                    f"args[{a}]: dval does not have val's structure ({where}). Build the "
+                    "shadow with ad.make_zero(val), or pass Duplicated(val) to have one made."
+                )
+            # The same keys in another order: each shadow leaf is matched to val's by key.
+            in_dval = [0] * len(order)
+            for i, position in enumerate(order):
+                in_dval[position] = i
+            shadow_leaves = [shadow_leaves[i] for i in in_dval]
         floats: dict[int, FloatSlot] = {}
         for j, (u, shadow) in enumerate(zip(arg.leaf_ids, shadow_leaves)):
             if not active[u]:
@@ -202,7 +210,8 @@ def check_shadows(
             leaf = leaves[u]
             check_shadow_leaf(leaf, shadow, path(a, j))
             if isinstance(leaf, float):
-                floats[j] = float_slot(arg.dval, shadow_def, j, path(a, j))
+                at = j if in_dval is None else in_dval[j]
+                floats[j] = float_slot(arg.dval, shadow_def, at, path(a, j))
                 continue
             if id(shadow) in value_ids:
                 raise ActivityError(

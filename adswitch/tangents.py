@@ -60,11 +60,16 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
             )
         leaves, treedef = trees.flatten(tree)
         if treedef != arg.treedef:
-            where = trees.describe_mismatch(arg.treedef, treedef, root)
-            raise ActivityError(
-                f"{root} does not have primal {a}'s structure ({where}). Build it like the "
-                "primal, e.g. with ad.make_zero(primal) and then fill it."
-            )
+            matched = _by_key(arg.treedef, treedef, leaves)
+            if matched is None:
+                where = trees.describe_mismatch(
+                    arg.treedef, treedef, root, ("in the primal", "in the tangent")
+                )
+                raise ActivityError(
+                    f"{root} does not have primal {a}'s structure ({where}). Build it like "
+                    "the primal, e.g. with ad.make_zero(primal) and then fill it."
+                )
+            leaves, treedef = matched, arg.treedef  # (in the primal's order now)
         paths: list[str] | None = None  # (built only for a message: O(leaves) each time)
         for j, (u, t) in enumerate(zip(arg.leaf_ids, leaves)):
             value = plan.leaves[u]
@@ -90,6 +95,18 @@ def tangents_per_leaf(plan: Plan, tangents: Any, name: str = "tangents") -> list
     return per_leaf
 
 
+def _by_key(expected: trees.TreeDef, given: trees.TreeDef, leaves: list[Any]) -> list[Any] | None:
+    """``leaves`` of a tree ``given`` in the order of ``expected``, when the two differ only
+    in the order of some dicts' keys (matched by key); else ``None``."""
+    order = trees.reorder(expected, given)
+    if order is None:
+        return None
+    out: list[Any] = [None] * len(order)
+    for leaf, position in zip(leaves, order):
+        out[position] = leaf
+    return out
+
+
 def _all_later_ties(plan: Plan, a: int, seen: list[bool]) -> bool:
     """No leaf of argument ``a`` takes a tangent of its own: each is a later place of a tie
     (its tangent was given at the first place) or not differentiated (an int)."""
@@ -100,11 +117,16 @@ def cotangents_per_output(layout: Outputs, y_leaves: Sequence[Any], cotangent: A
     """One cotangent per differentiated output leaf, from a tree shaped like ``y``."""
     leaves, treedef = trees.flatten(cotangent)
     if treedef != layout.y_def:
-        where = trees.describe_mismatch(layout.y_def, treedef, "cotangent")
-        raise ActivityError(
-            f"the cotangent does not have the output's structure ({where}). Pass a tree "
-            "shaped like the differentiated output (None where a leaf is not floating)."
-        )
+        matched = _by_key(layout.y_def, treedef, leaves)
+        if matched is None:
+            where = trees.describe_mismatch(
+                layout.y_def, treedef, "cotangent", ("in the output", "in the cotangent")
+            )
+            raise ActivityError(
+                f"the cotangent does not have the output's structure ({where}). Pass a tree "
+                "shaped like the differentiated output (None where a leaf is not floating)."
+            )
+        leaves, treedef = matched, layout.y_def
     diff = set(layout.diff_positions)
     out: list[Any] = []
     for k, (c, y) in enumerate(zip(leaves, y_leaves)):

@@ -20,7 +20,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TreeDef", "register_tree", "flatten", "unflatten", "leaf_paths", "leaf_path"]
+__all__ = [
+    "TreeDef",
+    "describe_mismatch",
+    "flatten",
+    "leaf_path",
+    "leaf_paths",
+    "register_tree",
+    "reorder",
+    "unflatten",
+]
 
 TreeDef = Any  # None (a leaf) or tuple[_Handler, Hashable, tuple[TreeDef, ...]]
 
@@ -271,9 +280,72 @@ def leaf_path(treedef: TreeDef, root: str, index: int) -> str:
     return leaf_paths(treedef, root)[index]
 
 
-def describe_mismatch(a: TreeDef, b: TreeDef, root: str) -> str:
-    """Where two treedefs first differ, as a key path and what each holds there."""
-    return _first_mismatch(a, b, root, root) or root
+def reorder(expected: TreeDef, given: TreeDef) -> list[int] | None:
+    """Match ``given`` to ``expected`` when they differ only in the order of some dicts'
+    keys (``jax.tree_util`` and optax hand dicts back with sorted keys: the same keys are
+    the same structure). Returns, for each leaf of ``given`` in flatten order, the index
+    of the leaf at the same key path in ``expected``; ``None`` when the structures differ
+    otherwise (another key set, another container, another length).
+
+    An ``OrderedDict``'s order is part of what it is (its ``==`` compares it): only plain
+    dicts and defaultdicts are matched by key.
+
+    Example:
+        >>> given = flatten({"b": [2.0, 3.0], "a": 1.0})[1]
+        >>> reorder(flatten({"a": 1.0, "b": [2.0, 3.0]})[1], given)
+        [1, 2, 0]
+    """
+    out: list[int] = []
+    return out if _match(expected, given, 0, out) else None
+
+
+def _size(td: TreeDef) -> int:
+    return 1 if td is None else sum(_size(c) for c in td[2])
+
+
+def _key_order(handler: _Handler, x: Any, y: Any) -> list[int] | None:
+    """For each child of ``y``, the index of the child with its key in ``x`` (dicts)."""
+    if handler is _DEFAULT:
+        if x[0] != y[0]:  # another default_factory
+            return None
+        x, y = x[1:], y[1:]
+    elif handler is not _DICT:
+        return None
+    index = {k: i for i, k in enumerate(x)}
+    if len(x) != len(y) or any(k not in index for k in y):
+        return None
+    return [index[k] for k in y]
+
+
+def _match(x: TreeDef, y: TreeDef, base: int, out: list[int]) -> bool:
+    if x is None or y is None:
+        if x is None and y is None:
+            out.append(base)
+            return True
+        return False
+    if x == y:
+        out.extend(range(base, base + _size(x)))
+        return True
+    handler, aux, children = x
+    if handler is not y[0] or len(children) != len(y[2]):
+        return False
+    order = list(range(len(children))) if aux == y[1] else _key_order(handler, aux, y[1])
+    if order is None:
+        return False
+    starts = []
+    for child in children:
+        starts.append(base)
+        base += _size(child)
+    return all(_match(children[i], cy, starts[i], out) for i, cy in zip(order, y[2]))
+
+
+def describe_mismatch(
+    a: TreeDef, b: TreeDef, root: str, labels: tuple[str, str] = ("in val", "in dval")
+) -> str:
+    """Where two treedefs first differ, as a key path and what each holds there;
+    ``labels`` say where each comes from (``("prepared", "given")``...). Dicts are
+    compared by key (their order does not matter: see :func:`reorder`)."""
+    return _first_mismatch(a, b, root, root, labels) or root
 
 
 def _node_kind(td: TreeDef) -> str:
@@ -281,16 +353,30 @@ def _node_kind(td: TreeDef) -> str:
         return "a leaf"
     handler, aux, children = td
     keys = handler.keys(aux, len(children))
-    return f"{handler.name} with children {keys}"
+    article = "an" if handler.name[:1].lower() in "aeiou" else "a"
+    return f"{article} {handler.name} with children {', '.join(keys) or 'none'}"
 
 
-def _first_mismatch(x: TreeDef, y: TreeDef, prefix: str, root: str) -> str | None:
+def _first_mismatch(
+    x: TreeDef, y: TreeDef, prefix: str, root: str, labels: tuple[str, str]
+) -> str | None:
     if x == y:
         return None
-    if x is None or y is None or x[0] is not y[0] or x[1] != y[1] or len(x[2]) != len(y[2]):
-        return f"{prefix or root}: {_node_kind(x)} in val, {_node_kind(y)} in dval"
-    for key, cx, cy in zip(x[0].keys(x[1], len(x[2])), x[2], y[2]):
-        found = _first_mismatch(cx, cy, prefix + key, root)
+    here = prefix or root
+    if x is None or y is None or x[0] is not y[0] or len(x[2]) != len(y[2]):
+        return f"{here}: {_node_kind(x)} {labels[0]}, {_node_kind(y)} {labels[1]}"
+    keys = x[0].keys(x[1], len(x[2]))
+    order = list(range(len(x[2]))) if x[1] == y[1] else _key_order(x[0], x[1], y[1])
+    if order is None:
+        other = y[0].keys(y[1], len(y[2]))
+        missing = ", ".join(k for k in keys if k not in other) or "none"
+        extra = ", ".join(k for k in other if k not in keys) or "none"
+        detail = ""
+        if missing != extra:  # (both "none": the same keys, another kind of difference)
+            detail = f" (only {labels[0]}: {missing}; only {labels[1]}: {extra})"
+        return f"{here}: {_node_kind(x)} {labels[0]}, {_node_kind(y)} {labels[1]}{detail}"
+    for i, cy in zip(order, y[2]):
+        found = _first_mismatch(x[2][i], cy, prefix + keys[i], root, labels)
         if found:
             return found
     return None

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from adswitch_jax._calls import as_array, as_loss, jax_values, run_f
+from adswitch_jax._conversions import refusing
 
 __all__ = ["EagerPullback", "value_and_grad", "vjp", "vjp_apply", "jvp"]
 
@@ -47,7 +48,8 @@ class _Run:
         full = list(self.vals)
         for i, v in zip(self.act, act_values):
             full[i] = v
-        first, outs = run_f(self.fn, full, (), [], self.semantics, self.arrays_at)
+        with refusing():  # the tracers hold values here: x.item() would hand one out
+            first, outs = run_f(self.fn, full, (), [], self.semantics, self.arrays_at)
         self.others = list(outs)
         self.slots = []
         arrays = []

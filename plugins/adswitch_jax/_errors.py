@@ -8,6 +8,8 @@ from __future__ import annotations
 import jax
 
 from adswitch.errors import MutationError, UnsupportedError
+from adswitch.spec import user_line
+from adswitch_jax._conversions import NOT_USER
 from adswitch_jax._linalg_checks import refusal_in
 
 __all__ = ["TRACE_FAILURES", "translate"]
@@ -47,26 +49,30 @@ def translate(exc: BaseException) -> BaseException | None:
     refused = refusal_in(exc)  # raised on the host by a linalg rule's check: compiled
     if refused is not None or isinstance(exc, jax.errors.JaxRuntimeError):  # (jax's error),
         return refused  # or eager (a ValueError carrying the text)
+    # the user's line that raised it (the innermost frame outside adswitch, jax and numpy)
+    line = user_line(exc.__traceback__, skip=NOT_USER)
     if isinstance(exc, TypeError) and _IMMUTABLE in text:
         return MutationError(
-            "jax engine: f assigns into an array in place (x[idx] = v, or a write into a "
-            "buffer made with xp.zeros_like/xp.empty); jax arrays are immutable, so the "
+            f"jax engine: f assigns into an array in place (x[idx] = v, or a write into a "
+            f"buffer made with xp.zeros_like/xp.empty){line}; jax arrays are immutable, so the "
             "gradient cannot follow the write. Fix: write x = x.at[idx].set(v) (or .add, "
             ".multiply) instead, or choose an engine that supports mutation "
             "(see ad.backends(), capability 'mutation')."
         )
     if isinstance(exc, ValueError) and _SEQUENCE in text:
         return MutationError(
-            "jax engine: f writes a traced jax value into a numpy array (buf[idx] = v); "
+            f"jax engine: f writes a traced jax value into a numpy array (buf[idx] = v){line}; "
             "numpy cannot hold jax's traced values, so the gradient would be lost. Fix: build "
             "the array with the traced namespace (xp = ad.array_namespace(x); "
             "buf = xp.zeros_like(x).at[idx].set(v))."
         )
     if isinstance(exc, jax.errors.TracerArrayConversionError):
         return UnsupportedError(
-            "jax engine: f converts a traced value to a numpy array (np.asarray, a numpy "
-            "function, or .tolist()), which cuts the gradient. Fix: compute with "
-            "xp = ad.array_namespace(x) instead of numpy inside f."
+            f"jax engine: f converts a traced value to a numpy array (np.asarray, np.array, "
+            f"x.__array__(), or a numpy function such as np.sin){line}, which cuts the "
+            "gradient. Fix: keep it traced -- compute with xp = ad.array_namespace(x) "
+            "instead of numpy inside f (xp.sin, xp.asarray) -- or pass the argument as "
+            "ad.Const(value) if it is not to be differentiated."
         )
     if isinstance(exc, TRACE_FAILURES):
         # Raised here only when even eager jax.value_and_grad failed: the value is one
@@ -74,14 +80,14 @@ def translate(exc: BaseException) -> BaseException | None:
         return UnsupportedError(
             f"jax engine: f needs the concrete value of an array being differentiated "
             f"({type(exc).__name__}: float(y), int(y), y.item(), or Python control flow on "
-            "it); jax cannot give a Python number for a value it differentiates. Fix: keep "
+            f"it){line}; jax cannot give a Python number for a value it differentiates. Fix: keep "
             "it an array (xp.where instead of if; return the array among f's outputs and "
             "format it after the call)."
         )
     if isinstance(exc, jax.errors.UnexpectedTracerError):
         return UnsupportedError(
             "jax engine: a traced value escaped its differentiation (stored in a global, a "
-            "closure or an attribute by an earlier call of f, then used again). Fix: return "
+            f"closure or an attribute by an earlier call of f, then used again){line}. Fix: return "
             "such values from f as outputs instead of storing them."
         )
     return None

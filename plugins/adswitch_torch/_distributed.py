@@ -64,9 +64,12 @@ _FIX_BACKWARD = (
 
 class _Calls(threading.local):
     """Per thread: the list a running call collects its DDP arguments in (``_call`` sets
-    it around ``f``, saving an enclosing call's), ``None`` outside calls."""
+    it around ``f``, saving an enclosing call's), ``None`` outside calls; and the running
+    call's traced values, so that a module rebuilt from them is known to be ``f``'s argument
+    (``modules``)."""
 
     records: list[DDPArgument] | None = None
+    values: Sequence[Any] | None = None
 
 
 calls = _Calls()

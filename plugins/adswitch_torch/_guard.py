@@ -7,7 +7,11 @@ warns), so the gradient silently misses every path through them. Every other eng
 refuses, and so does this one: in a strict call (``TorchBackend(strict=True)``, the
 default) those three methods raise ``UnsupportedError`` for such tensors.
 Integer and boolean conversions stay allowed: ``int(x)``/``bool(x > 0)`` are piecewise
-constant, so treating them as constants is exact.
+constant, so treating them as constants is exact. Printing is allowed too: torch's
+``Tensor.__repr__`` (which ``str``, ``print`` and f-strings reach) reads the numbers with
+``tolist()``/``item()``, and a string cannot carry a value back into the computation, so
+while ``__repr__`` runs (``_state.printing``) those reads are not refused; a ``tolist()``
+the user calls stays refused.
 
 ``x.numpy()`` of a tensor carrying a forward-mode tangent (a jvp's values do not require
 grad, see ``_forward``) fails while ``f`` runs, as torch fails it for a tensor that
@@ -95,6 +99,7 @@ def _install(torch: Any) -> None:
         ):
             setattr(tensor, name, _guarded(torch, getattr(tensor, name), what))
         tensor.numpy = _numpy_guarded(torch, tensor.numpy)
+        tensor.__repr__ = _printing(tensor.__repr__)
         exact = exact_pow()
         tensor.__pow__ = _operator(tensor.__pow__, exact, reflected=False)
         bases = (int, float, tensor)  # bool is an int; numpy's float64 a float
@@ -116,6 +121,7 @@ def _guarded(torch: Any, original: Any, what: str) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         if (
             getattr(_state, "strict", 0)
+            and not getattr(_state, "printing", 0)
             and (self.requires_grad or (forward.depth and tangent_of(torch, self) is not None))
             and self.is_floating_point()
         ):
@@ -128,6 +134,21 @@ def _guarded(torch: Any, original: Any, what: str) -> Any:
         return original(self, *args, **kwargs)
 
     return _like(method, original, what)
+
+
+def _printing(original: Any) -> Any:
+    """``repr(x)`` (so ``str``, ``print``, f-strings): torch's own, with the float
+    conversions it makes internally allowed (a debugging print of a traced value)."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state = _state
+        state.printing = getattr(state, "printing", 0) + 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            state.printing -= 1
+
+    return _like(method, original, "__repr__")
 
 
 def _numpy_guarded(torch: Any, original: Any) -> Any:

@@ -49,6 +49,9 @@ def own_memory(
     """
     if g.layout is not torch.strided:
         return g.to_dense()  # a sparse gradient (embedding(sparse=True)): dense, like its leaf
+    if g._is_zerotensor():
+        # torch's storage-less zero (e.g. the second derivative of abs): real zeros
+        return torch.zeros(g.shape, dtype=g.dtype, device=g.device)
     if g.data_ptr() in foreign or (by_storage and storage_of(g) in foreign):
         return g.clone()
     if not nested:

@@ -219,8 +219,8 @@ def run(
     differentiated argument behind torch's back (``.data``, ``no_grad``)."""
     guard = CallGuard(torch, strict)
     calls = _distributed.calls  # DDP arguments rebuilt for f note themselves here
-    outer_records = calls.records
-    calls.records = records
+    outer_records, outer_values = calls.records, calls.values
+    calls.records, calls.values = records, t.values
     try:
         if copy_saved:
             with torch.autograd.graph.saved_tensors_hooks(_snapshot, _same), guard:
@@ -234,7 +234,7 @@ def run(
             raise
         raise translated from exc
     finally:
-        calls.records = outer_records
+        calls.records, calls.values = outer_records, outer_values
     inputs, versions = t.inputs, t.versions
     for k in range(len(inputs)):
         if inputs[k]._version != versions[k]:

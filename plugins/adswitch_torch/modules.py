@@ -8,12 +8,26 @@ and are read from the module itself.
 
 Inside ``f`` the module argument is a ``FunctionalModule``: calling it runs the
 module's ``forward`` on the traced parameter values through
-``torch.func.functional_call`` (tied weights stay tied); ``view.fc.weight`` and
-``view["fc.weight"]`` give the traced values; children (``view.fc``, ``view[0]``) are
-views too, a tied parameter's traced value included under each child's own names; and
-other methods of the module run with the traced values swapped in. The gradient of a
-plain module argument is a ``FunctionalModule`` holding gradients (``g["fc.weight"]``,
-``g.fc.weight``). ``ad.Duplicated(model)`` writes into the parameters' ``.grad`` (its
+``torch.func.functional_call`` (tied weights stay tied); ``view.fc.weight``,
+``view["fc.weight"]``, ``parameters()``, ``named_parameters()`` and ``state_dict()`` give
+the traced values (frozen parameters and buffers: the module's own); children
+(``view.fc``, ``view[0]``, ``children()``, ``named_modules()``) are views too, a tied
+parameter's traced value included under each child's own names; and other methods of
+the module run with the traced values swapped in.
+
+What a module's gradient is: the gradient of a plain module argument is a
+``FunctionalModule`` -- module-shaped, like the model -- whose parameters ARE the
+gradients: ``g.fc.weight``, ``g["fc.weight"]``, ``g.get_parameter("fc.weight")``,
+``g.parameters()``, ``g.named_parameters()``, ``g.state_dict()``, its children's and
+``parameters_to_vector(g.parameters())`` all give the gradient tensors, named and ordered
+as the model's ``named_parameters()``, and the gradient is also a read-only mapping
+(``dict(g)``, ``g.items()``) of those names to gradients -- what ``torch.func.grad`` over
+``functional_call`` returns. Only the trainable parameters have an entry: frozen
+parameters and buffers are not differentiated (torch leaves their ``.grad`` ``None``),
+so ``g.buffers()`` is empty and ``g.running_mean`` is an ``AttributeError`` saying why
+(``_module_view``). The same holds for ``ad.Duplicated(model).dval`` (its values are the
+parameters' ``.grad``) and for prepared calls and ``ad.withgradient``.
+``ad.Duplicated(model)`` writes into the parameters' ``.grad`` (its
 default shadow is made of them, see ``_grads``), so a ``torch.optim`` step follows;
 ``grad_shadow(model)`` builds that shadow explicitly. A ``DistributedDataParallel`` module
 gives the gradient DDP's backward gives, averaged over its process group
@@ -27,11 +41,12 @@ first use, because this module must not import torch when adswitch loads the plu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from ._distributed import check_sharded, ddp_parts, local_forward, note
+from ._distributed import calls, check_sharded, note
 from ._grads import grad_shadow_of
+from ._module_view import build_view_class
 
 # ``FunctionalModule`` is served by the module ``__getattr__`` below (built on first use).
 __all__ = ["functional_module", "grad_shadow", "register_module_trees"]
@@ -53,13 +68,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def functional_module(module: Any, params: dict[str, Any]) -> Any:
+def functional_module(module: Any, params: dict[str, Any], constants: bool = False) -> Any:
     """A ``FunctionalModule``: ``module`` seen through values for its trainable parameters.
 
     Args:
         module: the module whose ``forward``, buffers and frozen parameters are used.
         params: parameter name (as in ``named_parameters()``) -> value: traced tensors
             inside ``f``, gradients in a result, ``.grad`` tensors in a shadow.
+        constants: whether ``parameters()``, ``buffers()``, ``state_dict()`` and names
+            also give the module's frozen parameters and buffers (the argument inside
+            ``f``), or only ``params`` (a gradient, a shadow).
 
     Returns:
         The view; calling it runs ``module.forward`` with ``params``.
@@ -71,116 +89,13 @@ def functional_module(module: Any, params: dict[str, Any]) -> Any:
         >>> view(torch.ones(1, 2)).item(), view.weight.shape
         (2.0, torch.Size([1, 2]))
     """
-    return _view_class()(module, params)
+    return _view_class()(module, params, constants)
 
 
 def _build_view_class() -> Any:
     import torch
-    from torch.func import functional_call
-    from torch.nn.utils.stateless import _reparametrize_module
 
-    ddp_type = _ddp_type(torch)
-
-    def reparametrized(module: Any, params: dict[str, Any], name: str) -> Any:
-        # A method other than forward, run with the traced values swapped in (as
-        # functional_call does for forward), so that it does not read stored values.
-        def method(*args: Any, **kwargs: Any) -> Any:
-            with _reparametrize_module(module, params, tie_weights=True):
-                return getattr(module, name)(*args, **kwargs)
-
-        method.__name__ = name
-        return method
-
-    def submodule_params(module: Any, params: dict[str, Any], name: str) -> dict[str, Any]:
-        # The child's parameters by its own names, each tied one included: the view's
-        # dict names a tied parameter once, perhaps under another child's name.
-        value_of = {}
-        every = list(module.named_parameters(remove_duplicate=False))
-        for full, p in every:
-            if full in params:
-                value_of[id(p)] = params[full]
-        prefix = name + "."
-        return {
-            full[len(prefix) :]: value_of[id(p)]
-            for full, p in every
-            if full.startswith(prefix) and id(p) in value_of
-        }
-
-    class FunctionalModule(torch.nn.Module):
-        """A ``torch.nn.Module`` seen through a dict of values for its trainable
-        parameters (see :func:`functional_module`)."""
-
-        def __init__(self, module: Any, params: dict[str, Any]) -> None:
-            # No nn.Module.__init__: this is a view, it owns no parameters. Its own
-            # attribute names must not shadow the module's (a child called "params").
-            object.__setattr__(self, "_view_module", module)
-            object.__setattr__(self, "_view_params", params)
-
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            module, params = self._view_module, self._view_params
-            ddps = ddp_parts(ddp_type, module, params)
-            if ddps:
-                # DDP's reducer left alone (_distributed)
-                with local_forward(torch, [ddp for _, ddp in ddps]):
-                    return functional_call(module, params, args, kwargs, tie_weights=True)
-            return functional_call(module, params, args, kwargs, tie_weights=True)
-
-        def __getitem__(self, key: Any) -> Any:
-            params = self._view_params
-            if isinstance(key, str) and key in params:
-                return params[key]
-            # Indexing a container module (Sequential, ModuleList): a view of the child.
-            child = self._view_module[key]
-            for name, candidate in self._view_module.named_children():
-                if candidate is child:
-                    return FunctionalModule(
-                        child, submodule_params(self._view_module, params, name)
-                    )
-            raise KeyError(key)
-
-        def __iter__(self) -> Iterator[str]:
-            return iter(self._view_params)
-
-        def __len__(self) -> int:
-            return len(self._view_params)
-
-        def keys(self) -> Any:
-            return self._view_params.keys()
-
-        def values(self) -> Any:
-            return self._view_params.values()
-
-        def items(self) -> Any:
-            return self._view_params.items()
-
-        def __getattr__(self, name: str) -> Any:
-            # Reached only for names not found normally: parameters, submodules, and
-            # the module's own attributes (hyper-parameters, other methods).
-            vars_ = object.__getattribute__(self, "__dict__")
-            if "_view_params" not in vars_:
-                raise AttributeError(name)
-            params, module = vars_["_view_params"], vars_["_view_module"]
-            if name in params:
-                return params[name]
-            attr = getattr(module, name)
-            if isinstance(attr, torch.nn.Module):
-                return FunctionalModule(attr, submodule_params(module, params, name))
-            if callable(attr) and getattr(attr, "__self__", None) is module:
-                return reparametrized(module, params, name)
-            return attr
-
-        def __setattr__(self, name: str, value: Any) -> None:
-            raise AttributeError(
-                f"a FunctionalModule is a read-only view of a module; set {name!r} on the module"
-            )
-
-        def __repr__(self) -> str:
-            names = ", ".join(self._view_params)
-            return f"FunctionalModule({type(self._view_module).__name__}, [{names}])"
-
-        __hash__ = object.__hash__
-
-    return FunctionalModule
+    return build_view_class(torch, _ddp_type(torch))
 
 
 def _trainable(module: Any) -> dict[str, Any]:
@@ -236,7 +151,19 @@ def _flatten(obj: Any) -> tuple[dict[str, Any], Any]:
 def _unflatten(aux: Any, children: dict[str, Any]) -> Any:
     # DDP modules of a running call's argument are noted: their gradients are averaged.
     note(_DDP[0], aux[0], children)
-    return _view_class()(aux[0], children)
+    return _view_class()(aux[0], children, _is_argument(children))
+
+
+def _is_argument(children: dict[str, Any]) -> bool:
+    """Whether the module being rebuilt is an argument of ``f`` (its values are the running
+    call's traced leaves, by identity), not a gradient or a shadow -- also a gradient made
+    by a call nested inside ``f``. A module without trainable parameters is an argument
+    exactly inside a call: it has only constants then, and a gradient of it is empty."""
+    values = calls.values
+    if values is None:
+        return False
+    first = next(iter(children.values()), None)
+    return first is None or any(first is v for v in values)
 
 
 def register_module_trees(register: Callable[..., None]) -> None:

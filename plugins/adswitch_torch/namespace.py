@@ -33,6 +33,8 @@ Inside adswitch calls the operators ``b ** e``, ``2.0 ** e``, ``b **= e`` and th
 Limitation: the module functions ``torch.pow(b, e)`` and ``torch.float_power`` keep
 torch's rule (see the plugin doc): write ``xp.pow(b, e)`` or ``b ** e``.
 
+``xp.clip`` and ``xp.sort`` take adswitch's convention at their kinks and ties (``_kinks``).
+
 ``xp.linalg`` takes its own rules for ``det``, ``eigh``, ``eigvalsh``, ``svd``,
 ``svdvals``, the spectral ``matrix_norm`` orders, ``slogdet`` and ``qr``, where torch's
 derivatives are silently wrong at singular matrices and repeated eigenvalues or singular
@@ -175,6 +177,7 @@ def _build() -> types.ModuleType:
     import numpy as np
     import torch
 
+    from ._kinks import kink_rules
     from .linalg import linalg_namespace
 
     float_defaults = {torch.float32: torch.float64, torch.complex64: torch.complex128}
@@ -241,5 +244,6 @@ def _build() -> types.ModuleType:
     }
     for name in ("zeros", "ones", "empty", "eye", "linspace"):
         overrides[name] = _float_default(name)
+    overrides.update(kink_rules(compat))  # clip, sort at their kinks and ties (_kinks)
     ns.__dict__.update(overrides)
     return ns
