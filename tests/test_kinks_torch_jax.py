@@ -18,7 +18,6 @@ import adswitch as ad
 
 torch = pytest.importorskip("torch")
 jax = pytest.importorskip("jax")
-jax.config.update("jax_enable_x64", True)
 
 ENGINES = ("torch", "jax")
 W = np.array([1.0, 2.0, 3.0])
