@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from adswitch.errors import UnsupportedError, UsageError
+from adswitch.foreign import foreign_array
 from adswitch.leaves import describe
 from adswitch.plan import Plan
 from adswitch.registry import Registry
@@ -50,7 +51,8 @@ def array_kind(leaf: Any, registry: Registry) -> str | None:
 def check_accepts(plan: Plan, engine: Backend, registry: Registry) -> None:
     """Raise ``UnsupportedError`` naming the first leaf whose array kind, or (for a
     differentiated leaf) dtype, the engine does not declare, with the engines that would
-    take it."""
+    take it; or that is a masked array, an ``np.matrix`` or a pandas object, refused on
+    every engine (:func:`adswitch.foreign.foreign_array`)."""
     key = id(engine)
     accepted = _ACCEPTED
     leaves = plan.leaves
@@ -65,6 +67,9 @@ def check_accepts(plan: Plan, engine: Backend, registry: Registry) -> None:
         dtype = getattr(leaf, "dtype", None)
         if (key, cls, dtype) in accepted:
             continue
+        refusal = foreign_array(leaf, plan.path(*plan.first[u]))
+        if refusal is not None:  # (never accepted: only a type's first sight pays this)
+            raise refusal
         kind = array_kind(leaf, registry)
         caps = engine.capabilities
         if kind is not None and kind != engine.name and kind not in caps.array_kinds:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from adswitch import derive, keys, selection
 from adswitch.accepts import check_accepts, check_flag
+from adswitch.activity import Duplicated
 from adswitch.derive_support import NATIVES
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe
@@ -81,6 +82,16 @@ def start(
             f"the function to differentiate must come first; got {describe(f)}. "
             f"Call ad.{operator}(f, ...)."
         )
+    calls = selection.current_calls.get()
+    # Refused before planning: the plan checks a shadow against its value first, and the
+    # shadow ``Duplicated(x)`` makes of a traced x (autograd's boxes: an object array)
+    # would fail that check with a message about its dtype instead of this one.
+    if calls and any(isinstance(arg, Duplicated) for arg in args):
+        raise ActivityError(
+            "Duplicated is not allowed inside a function that is itself being differentiated: "
+            "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
+            "use the returned gradient."
+        )
     plan = Plan(args)
     if plan.has_duplicated and not duplicated_ok:
         a = next(i for i, p in enumerate(plan.args) if p.kind == DUPLICATED)
@@ -95,13 +106,6 @@ def start(
     check_accepts(plan, engine, registry)
     if plan.n_active_arrays > 1:  # (one array cannot overlap another: no call)
         check_overlap(plan, engine)
-    calls = selection.current_calls.get()
-    if calls and plan.has_duplicated:
-        raise ActivityError(
-            "Duplicated is not allowed inside a function that is itself being differentiated: "
-            "an in-place shadow cannot carry the outer derivative. Pass the argument plain and "
-            "use the returned gradient."
-        )
     # ``tuple.__new__`` is ``Started(...)`` without the named tuple's Python-level
     # ``__new__`` (a frame of its own on every call)
     return _new_tuple(Started, (plan, engine, len(calls), None, None))

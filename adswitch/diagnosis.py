@@ -10,6 +10,7 @@ import types
 from typing import Any
 
 from adswitch.errors import ActivityError, UnsupportedError
+from adswitch.foreign import foreign_array, is_pandas
 from adswitch.leaves import describe, leaf_kind
 from adswitch.shadows import no_float_in_duplicated
 
@@ -35,9 +36,11 @@ def tie_conflict(first_kind: int, first_path: str, kind: int, path: str) -> Acti
     )
 
 
-def opaque_object(leaf: Any, path: str) -> ActivityError | None:
+def opaque_object(leaf: Any, path: str) -> ActivityError | UnsupportedError | None:
     """The error for an unknown object holding floating arrays (it would be a leaf, never
     differentiated), or ``None`` if it holds none."""
+    if is_pandas(leaf):  # (refused on every engine, with pandas' own fix)
+        return foreign_array(leaf, path)
     inside = opaque_floats(leaf)
     if inside is None:
         return None
@@ -130,6 +133,8 @@ def unwalkable_fix(value: Any) -> str:
         return "A generator can be read only once; pass a list or tuple (list(gen))."
     if isinstance(value, (set, frozenset)):
         return "A set has no order for gradients to follow; pass a list or tuple."
+    if is_pandas(value):  # (refused on every engine: adswitch.foreign)
+        return "pandas objects are refused: pass df.to_numpy() (or s.to_numpy())."
     return (
         f"Teach the walker {type(value).__qualname__} with ad.register_tree(cls, flatten, "
         "unflatten), or pass the arrays it holds."

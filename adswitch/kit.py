@@ -17,6 +17,7 @@ from types import FrameType, ModuleType, TracebackType
 from typing import Any
 
 from adswitch.errors import BackendUnavailableError, UnsupportedError
+from adswitch.numpy_names import method_hint
 
 __all__ = ["EngineLoader", "MissingMethodError", "array_methods", "user_line"]
 
@@ -239,9 +240,8 @@ def array_methods(xp: Any, engine: str) -> dict[str, Callable[..., Any]]:
         if name.startswith("_"):
             raise AttributeError(name)  # protocols numpy and array-api-compat probe for
         raise MissingMethodError(
-            f"{engine}: traced arrays have no attribute or method {name!r}. Use the "
-            f"namespace: xp.{name}(x) where xp = ad.array_namespace(x), or another xp "
-            "function with the same meaning."
+            f"{engine}: traced arrays have no attribute or method {name!r}. "
+            + method_hint(name, xp)
         )
 
     methods: dict[str, Callable[..., Any]] = {

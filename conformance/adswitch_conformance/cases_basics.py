@@ -9,6 +9,7 @@ import numpy as np
 import adswitch as ad
 
 from .case import Case, arr, pos
+from .describe import exact, got_expected
 
 F = "basics"
 
@@ -155,11 +156,11 @@ def _check_kink(grads: Any, x: Any) -> str | None:
     smooth = x != 0
     expect = np.sign(x) + (x > 0)
     if not np.allclose(g[smooth], expect[smooth], rtol=1e-12, atol=1e-12):
-        return f"away from the kinks: got {g[smooth]}, expected {expect[smooth]}"
+        return f"away from the kinks: {got_expected(g[smooth], expect[smooth])}"
     at_zero = g[~smooth]
     # d|x| in [-1, 1] plus d relu in [0, 1]: the subdifferential sum is [-1, 2].
     if not ((at_zero >= -1 - 1e-12) & (at_zero <= 2 + 1e-12)).all():
-        return f"at x = 0: got {at_zero}, outside the subdifferential [-1, 2]"
+        return f"at x = 0: got {exact(at_zero)}, outside the subdifferential [-1, 2]"
     return None
 
 

@@ -28,7 +28,10 @@ functions), ``xp_elementwise``, ``xp_indexing``, ``xp_linear_algebra``,
 ``xp.linalg`` (``xp_linalg``: every function differentiated, to any order, with the
 degenerate points documented there) and ``xp.fft`` (``xp_fft``); ``xp.special``
 (``xp_special``, not the standard's) is where scipy's Array API dispatch looks for
-``expit``, ``logit``, ``erf``...
+``expit``, ``logit``, ``erf``... A name this namespace lacks (``xp.arccos``,
+``xp.linalg.norm``: numpy's spellings) raises ``adswitch.numpy_names.MissingFunctionError``
+naming the standard's equivalent -- an ``UnsupportedError`` that is also an
+``AttributeError``, so ``hasattr(xp, name)`` stays False.
 
 Inside an adswitch trace traced arrays are the engine's ``GuardedBox`` es, whose
 ``__array_namespace__`` is this module (autograd's own boxes answer ``autograd.numpy``),
@@ -51,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from adswitch.numpy_names import missing_function
 from adswitch.spec import array_methods
 
 from . import xp_fft as fft  # noqa: F401  (the standard's extensions: sub-namespaces)
@@ -77,6 +81,17 @@ e, pi, inf, nan, newaxis = math.e, math.pi, math.inf, math.nan, None
 def __array_namespace_info__() -> Any:
     """The inspection object of the underlying numpy namespace (CPU only)."""
     return np.__array_namespace_info__()
+
+
+def __getattr__(name: str) -> Any:
+    # numpy's spellings (``xp.arccos``, ``xp.concatenate``) get the standard's name, any
+    # other name an AdswitchError that is also an AttributeError (adswitch.numpy_names)
+    raise missing_function(
+        "autograd",
+        name,
+        otherwise="Fix: express it with the Array API's functions, or choose another "
+        "engine (backend='torch' or 'jax').",
+    )
 
 
 def _attach_methods() -> None:

@@ -17,10 +17,13 @@ import numpy as np
 from autograd.core import vspace
 from autograd.tracer import Box
 
+from adswitch.errors import MutationError
+
 from .boxes import raw_value
 from .writes import copy_of
 
 __all__ = [
+    "TO_NUMPY",
     "as_leaf_gradient",
     "concrete",
     "match_dtype",
@@ -30,6 +33,15 @@ __all__ = [
 ]
 
 _BOX_TYPES = Box.types
+
+TO_NUMPY = (
+    "autograd (HIPS): f converted a traced value to a numpy array (np.asarray(x), "
+    "np.array(x), or `numpy_array[...] = traced`), which autograd cannot differentiate "
+    "through: numpy makes an array of traced objects. Fix: keep traced values in arrays "
+    "built by the namespace -- xp.asarray(x), a traced buffer from `xp.zeros_like(x)` "
+    "(then `buf[i] = value`), or `xp.stack`/`xp.concat` of the pieces -- where "
+    "`xp = ad.array_namespace(x)`; use xp functions, not numpy's."
+)
 
 
 def concrete(value: Any, level: int) -> Any:
@@ -64,7 +76,7 @@ def as_leaf_gradient(grad: Any, leaf: Any) -> Any:
         ):
             # Scalars, broadcast views and read-only results become fresh arrays the
             # caller may write into.
-            grad = np.array(np.broadcast_to(grad, leaf.shape), dtype=leaf.dtype)
+            grad = _fresh(grad, leaf)
         return grad
     if isinstance(leaf, float) and type(leaf) is not np.float64:
         return 0.0 if grad is None else float(grad)
@@ -74,6 +86,19 @@ def as_leaf_gradient(grad: Any, leaf: Any) -> Any:
         return match_dtype(grad, leaf)
     # numpy scalar leaves (np.float32, np.float64): keep the scalar type.
     return type(leaf)(grad) if np.ndim(grad) == 0 else grad
+
+
+def _fresh(grad: Any, leaf: Any) -> np.ndarray:
+    """``grad`` as a new array of the leaf's shape and dtype."""
+    try:
+        return np.array(np.broadcast_to(grad, np.shape(leaf)), dtype=np.result_type(leaf))
+    except (TypeError, ValueError) as exc:
+        if getattr(getattr(grad, "dtype", None), "kind", "") != "O":
+            raise
+        # An object array: f put traced values into a numpy array (``np.asarray(x)`` of a
+        # traced x makes an array of boxes), and autograd carried that array as one value
+        # -- numpy raises "setting an array element with a sequence" here, after f.
+        raise MutationError(TO_NUMPY) from exc
 
 
 def match_dtype(grad: Any, leaf: Any) -> Any:
@@ -130,7 +155,7 @@ def stack(rows: Sequence[Any], like: Any) -> Any:
             if row.shape != shape:
                 row = np.broadcast_to(row, shape)
             if row.dtype != dtype:
-                row = row.astype(dtype)
+                row = _fresh(row, raw)
         elif type(row) in _BOX_TYPES:
             row = match_dtype(row, like)
         else:

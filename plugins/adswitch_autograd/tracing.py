@@ -18,7 +18,7 @@ import numpy as np
 
 from . import levels
 from .boxes import LeafBox, guard_off, guard_on
-from .translate import freeze, thaw, translate
+from .translate import freeze, thaw, translate, unchanged
 
 __all__ = ["run", "write_back"]
 
@@ -51,27 +51,30 @@ def run(
         the final values of written arguments), ``{root node: leaf index}``, and ``fn``'s
         result.
     """
-    values = list(leaves)
     roots: dict[Any, int] = {}
     guard_on()
     level = levels.open_level(constant_root)
     if private is None:
-        frozen = freeze(leaves)
-        writable: Collection[int] = {id(a) for a in frozen} if outermost else ()
+        frozen, values, could_write = freeze(leaves)
+        writable: Collection[int] = could_write if outermost else ()
     else:
-        frozen, writable = [], private if outermost else ()
+        frozen, values, could_write = [], list(leaves), set()
+        writable = private if outermost else ()
+    handed = list(values)  # what f gets, before boxing: the leaves or copies of them
     try:
         for i, is_active in enumerate(active):
             if is_active:
                 node = new_root(i)
-                box = values[i] = LeafBox(leaves[i], level, node)
+                given = values[i]
+                box = values[i] = LeafBox(given, level, node)
                 # Only the outermost call may write its arguments: they are the caller's
                 # arrays, copied back after the derivatives exist (see write_back).
-                box.writable = id(leaves[i]) in writable
+                box.writable = id(given) in writable
                 roots[node] = i
         result = fn(values)
+        unchanged(leaves, handed)
     except Exception as exc:
-        error = translate(exc, bool(frozen) or private is not None)
+        error = translate(exc, bool(could_write) or private is not None)
         if error is None:
             raise
         raise error from exc

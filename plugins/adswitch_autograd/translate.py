@@ -22,17 +22,78 @@ from adswitch.errors import MutationError, UnsupportedError
 
 from .writes import mutation_message
 
-__all__ = ["freeze", "thaw", "translate"]
+__all__ = ["freeze", "restorable", "thaw", "translate", "unchanged"]
 
 _VJP_MISSING = re.compile(r"^VJP of (?P<name>\S+) wrt argnums? .* not defined")
 
 
-def freeze(leaves: Sequence[Any]) -> list[np.ndarray]:
-    """Make the writable numpy leaves read-only; returns them for :func:`thaw`."""
-    frozen = [a for a in leaves if type(a) is np.ndarray and a.flags.writeable]
-    for array in frozen:
-        array.flags.writeable = False
-    return frozen
+def freeze(leaves: Sequence[Any]) -> tuple[list[np.ndarray], list[Any], set[int]]:
+    """Make the writable numpy leaves read-only. Returns the arrays frozen (for
+    :func:`thaw`), what ``f`` gets (the leaves, or a read-only copy where numpy could not
+    make a leaf writeable again: see :func:`restorable`) and the ids of what ``f`` gets
+    for the leaves the caller could write."""
+    frozen: list[np.ndarray] = []
+    given = list(leaves)
+    writable: set[int] = set()
+    for i, array in enumerate(leaves):
+        if type(array) is not np.ndarray or not array.flags.writeable:
+            continue
+        if restorable(array):
+            array.flags.writeable = False
+            frozen.append(array)
+        else:  # the caller's flags must stay as they are: f reads a private copy
+            copy = given[i] = array.copy()
+            copy.flags.writeable = False
+        writable.add(id(given[i]))
+    return frozen, given, writable
+
+
+def unchanged(leaves: Sequence[Any], given: Sequence[Any]) -> None:
+    """Refuse a write by ``f`` into a caller's array that :func:`freeze` could not make
+    read-only (``given`` holds its copy): ``f`` read the copy, so it did not see the write
+    a plain call would."""
+    for i, (leaf, copy) in enumerate(zip(leaves, given)):
+        if copy is not leaf and not _same(leaf, copy):
+            raise MutationError(
+                f"autograd (HIPS): f wrote in place into its numpy argument {i} (shape "
+                f"{copy.shape}) through another reference to it (a global, a closure, a "
+                "view). That array could not be made read-only during the call (numpy "
+                "cannot make it writeable again: its memory belongs to another object, "
+                "e.g. a torch tensor or C code), so f read a copy and the gradient would "
+                "be wrong. Fix: write through the argument f is given, or into a copy "
+                "(`a = xp.asarray(a, copy=True)`), or use backend='tape'."
+            )
+
+
+def _same(array: np.ndarray, copy: np.ndarray) -> bool:
+    # (``equal_nan`` costs some 30 times as much: only where NaNs may be why they differ)
+    return bool(np.array_equal(array, copy)) or (
+        copy.dtype.kind in "fc" and bool(np.array_equal(array, copy, equal_nan=True))
+    )
+
+
+def restorable(array: np.ndarray) -> bool:
+    """Whether numpy would make ``array`` writeable again after it is made read-only (its
+    bases keeping their flags): numpy's rule (``_IsWriteable``, and numpy 2's refusal for
+    an array with no base that does not own its memory -- what scipy wraps around C
+    memory), read off the flags. A numpy view of a torch tensor (``t.numpy()``, a
+    ``DataLoader`` batch) never is: its memory's owner exports no buffer."""
+    if array.flags.owndata:
+        return True
+    base = array.base
+    if base is None:
+        return False
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return True
+        if base.base is None or base.flags.owndata:
+            return False
+        base = base.base
+    try:
+        with memoryview(base) as view:
+            return not view.readonly
+    except (TypeError, ValueError, BufferError):
+        return False
 
 
 def thaw(arrays: list[np.ndarray]) -> None:

@@ -51,6 +51,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from adswitch.errors import UnsupportedError
+from adswitch.numpy_names import missing_function
 
 from . import linalg_factors, linalg_inverses, linalg_norms, linalg_spectral
 from .linalg_support import diagonal as linalg_diagonal
@@ -283,3 +284,15 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
     if _real("vector_norm", x):
         return linalg_norms.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
     return np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+
+
+def __getattr__(name: str) -> Any:
+    # ``xp.linalg.norm`` (numpy's name) and the like: the standard's name, not a raw
+    # AttributeError (adswitch.numpy_names)
+    raise missing_function("autograd", name, "xp.linalg", _OTHERWISE)
+
+
+_OTHERWISE = (
+    "Fix: express it with the functions of the Array API's linalg extension, or choose "
+    "another engine (backend='torch' or 'jax')."
+)

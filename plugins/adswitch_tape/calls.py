@@ -7,7 +7,10 @@ The pieces each primitive of the engine (``engine``: ``value_and_grad``; ``opera
        arrays the backward pass will read (the differentiated arrays, constants saved by
        operations, index arrays) are locked read-only until the call ends, so a write by
        ``f`` into them raises ``MutationError`` (numpy's read-only error, translated by
-       :func:`translate`) instead of corrupting the result; writes through tracers are
+       :func:`translate`) instead of corrupting the result (an array numpy could not
+       make writeable again -- a view of a torch tensor, scipy's C-wrapped arrays -- is
+       read through a private copy instead, and a write into it refused when ``f``
+       returns: ``Trace.guard``); writes through tracers are
        recorded copy-on-write and differentiated. Known gap: a numpy view of such an
        array taken *before* the call keeps its own writeable flag (numpy does not
        propagate it), so a write through it is not caught;
@@ -60,8 +63,7 @@ def trace_leaves(leaves: Sequence[Any], active: Sequence[bool]) -> tuple[Trace, 
         leaf = values[i]
         if type(leaf) is np.ndarray:
             # the role is formatted only if an error needs it (``role_text``)
-            trace.guard(leaf, (i, leaf.shape))
-            value: Any = leaf
+            value: Any = trace.guard(leaf, (i, leaf.shape))  # (or a private copy)
         elif isinstance(leaf, float):
             value = np.asarray(leaf, dtype=np.float64)
         else:

@@ -44,9 +44,13 @@ def _plain_key(x: Tracer, key: Any) -> Any:
         # (a list is copied: the backward pass must not see later edits of it)
         parts = tuple(np.asarray(raw(k)) if type(k) is list else raw(k) for k in parts)
         key = parts if type(key) is tuple else parts[0]
-    for k in parts:
-        if type(k) is np.ndarray and id(k) not in x._trace.locked:
-            x._trace.guard(k, "an index array of a traced `x[...]`")
+    trace = x._trace
+    for j, k in enumerate(parts):
+        if type(k) is np.ndarray and id(k) not in trace.locked:
+            kept = trace.guard(k, "an index array of a traced `x[...]`")
+            if kept is not k:  # a private copy (an array numpy could not unlock again)
+                parts = (*parts[:j], kept, *parts[j + 1 :])
+                key = parts if type(key) is tuple else kept
     return key
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from adswitch.errors import UnsupportedError
+from adswitch.numpy_names import MissingFunctionError, missing_function
 
 from . import interop as _interop
 from . import methods as _methods
@@ -234,15 +234,18 @@ power, absolute, concatenate = pow, abs, concat
 
 
 def __getattr__(name: str) -> Any:
-    raise UnsupportedFunctionError(
-        f"tape: the Array API function `{name}` is not supported by the tape engine. "
-        "Fix: express it with supported functions, or choose another engine with "
-        "backend='torch' or 'jax'."
+    # numpy's spellings the standard renames get the standard's name (adswitch.numpy_names)
+    raise missing_function(
+        "tape",
+        name,
+        otherwise="The tape does not provide it. Fix: express it with supported "
+        "functions, or choose another engine with backend='torch' or 'jax'.",
     )
 
 
-class UnsupportedFunctionError(UnsupportedError, AttributeError):
-    """A namespace function the tape does not provide (also an ``AttributeError``)."""
+# A namespace function the tape does not provide (also an ``AttributeError``): the front
+# end's class, so every engine's namespace raises the same one.
+UnsupportedFunctionError = MissingFunctionError
 
 
 # Tracers find this module through ``__array_namespace__``, and numpy's calls on them come

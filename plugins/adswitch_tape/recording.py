@@ -111,7 +111,7 @@ def _record(p: Prim, args: tuple[Any, ...], kw: dict[str, Any]) -> Tracer:
                 else:
                     nested = True
             if p.saves and type(a) is np.ndarray and id(a) not in top.locked:
-                top.guard(a, f"a constant argument of `{p.name}`")
+                vals[i] = top.guard(a, f"a constant argument of `{p.name}`")
     ans = p.fn(*vals, **kw) if nested else p.impl(*vals, **kw)
     if all(j is None for j in parents):
         return Tracer(ans, top, None)
@@ -202,7 +202,7 @@ def binary(
         if not trace.live:
             raise escaped(name)
         if saves and type(x) is np.ndarray and id(x) not in trace.locked:
-            trace.guard(x, role)
+            x = trace.guard(x, role)  # (or a private copy)
         yv = y._value
         ans = prim(x, yv) if type(yv) is Tracer else impl(x, yv)
         idx = y._idx
@@ -257,7 +257,7 @@ def binary(
             return Tracer(ans, trace, len(tape) - 1)
         # traced (+) constant: the commonest case (x * 2.0, x + b, x @ W...)
         if saves and type(y) is np.ndarray and id(y) not in trace.locked:
-            trace.guard(y, role)
+            y = trace.guard(y, role)  # (or a private copy)
         ans = prim(xv, y) if type(xv) is Tracer else impl(xv, y)
         idx = x._idx
         if idx is None:

@@ -8,8 +8,10 @@ operation records itself, ``sweep`` for how the tape is read back). Level 0 is
 
 Tape state is per call: a trace belongs to one call in one thread and tracers point at
 their trace, so concurrent calls in different threads share no tape (the level counter
-is an ``itertools.count``, atomic under the GIL). The one shared table is the count of
-calls holding each locked numpy array, behind a ``threading.Lock``.
+is an ``itertools.count``, atomic under the GIL). The shared tables -- the count of
+calls holding each locked numpy array, and the views waiting for another call to
+release their base -- are behind a ``threading.Lock``. An array numpy could not make
+writeable again is never locked: the call reads a private copy (``Trace.guard``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from adswitch.errors import MutationError
 
-__all__ = ["FREE", "Entry", "Trace", "escaped", "role_text"]
+__all__ = ["FREE", "Entry", "Trace", "escaped", "restorable", "role_text"]
 
 _LEVELS = itertools.count(1)
 
@@ -30,6 +32,9 @@ _LEVELS = itertools.count(1)
 # Shared by all threads (an array can be an argument of concurrent calls), hence the lock.
 _LOCKS: dict[int, list[Any]] = {}
 _LOCKS_GUARD = threading.Lock()
+# Views released while an array they view is still locked by another call (numpy makes a
+# view writeable only while its base is): id -> view, made writeable by a later ``close``.
+_PENDING: dict[int, np.ndarray] = {}
 
 Entry = tuple[Any, tuple[Any, ...], Any, dict[str, Any] | None, int | tuple[int | None, ...]]
 """A tape entry ``(prim, args, ans, kw, parents)``: ``parents`` holds a tape slot per
@@ -42,7 +47,7 @@ what the primitive's rules read (``Prim.keep_args``/``keep_ans``: values, shapes
 class Trace:
     """One differentiation call: its level, its tape, the numpy constants it locked."""
 
-    __slots__ = ("level", "live", "locked", "recording", "tape")
+    __slots__ = ("copies", "level", "live", "locked", "recording", "tape")
 
     def __init__(self) -> None:
         self.level = next(_LEVELS)
@@ -54,16 +59,40 @@ class Trace:
         # id -> (array, role); role "" for an array that was read-only before any call
         # locked it. Arrays are kept so that their ids stay unique.
         self.locked: dict[int, tuple[np.ndarray, Any]] = {}
+        # id -> (caller's array, its private copy, role) for the arrays ``guard`` could
+        # not lock.
+        self.copies: dict[int, tuple[np.ndarray, np.ndarray, Any]] = {}
 
-    def guard(self, array: np.ndarray, role: Any) -> None:
+    def guard(self, array: np.ndarray, role: Any) -> np.ndarray:
         """Lock ``array`` (and the arrays it views) read-only until the call ends, so that
         a write by ``f`` into an array the backward pass will read fails loudly instead
-        of corrupting the gradient. Locks are counted across calls and threads: an
-        array stays locked until the last call that needs it ends, and one that was
-        read-only already is left so. ``role`` says what the array is to the backward
-        pass, for the error message (a string, or a tuple formatted by :func:`role_text`
-        only when the error is raised)."""
+        of corrupting the gradient, and return the array the tape is to keep.
+
+        That is ``array`` itself, or -- where numpy could not make it writeable again
+        after the call (see :func:`restorable`: a view of a torch tensor, an array scipy
+        wraps around C memory) -- a private read-only copy (one per array and call), so
+        that the caller's flags stay as they were. The tape reads the copy, never the
+        caller's memory; a write by ``f`` into the caller's array, which the lock would
+        have refused, is found by comparing the two and refused at :meth:`close`.
+
+        Locks are counted across calls and threads: an array stays locked until the last
+        call that needs it ends, and one that was read-only already is left so. ``role``
+        says what the array is to the backward pass, for the error message (a string,
+        or, for a differentiated argument, a tuple formatted by :func:`role_text` only
+        when the error is raised)."""
+        copies = self.copies
+        if copies:  # (an array with a copy is not in ``locked``: each use comes here)
+            kept = copies.get(id(array))
+            if kept is not None:
+                return kept[1]
         locked = self.locked
+        # Decided before anything is locked: whether a view can be restored depends on
+        # the flags of the arrays it views as they are now.
+        if not _lockable(array, locked):
+            copy = np.array(array, copy=True)
+            copy.setflags(write=False)  # (private: never made writeable again)
+            copies[id(array)] = (array, copy, role)  # (``array`` kept: its id stays unique)
+            return copy
         a: Any = array
         with _LOCKS_GUARD:
             while isinstance(a, np.ndarray):
@@ -72,7 +101,8 @@ class Trace:
                     break
                 entry = _LOCKS.get(key)
                 if entry is None:
-                    writeable = a.flags.writeable
+                    # a pending view is read-only only because of an earlier call
+                    writeable = a.flags.writeable or _PENDING.pop(key, None) is not None
                     entry = _LOCKS[key] = [a, 1, writeable]
                     if writeable:
                         a.setflags(write=False)  # (cheaper than through a flags object)
@@ -80,14 +110,20 @@ class Trace:
                     entry[1] += 1
                 locked[key] = (a, role if entry[2] else "")
                 a = a.base
+        return array
 
     def close(self) -> None:
         """End the call: release its locks (restoring owners before their views, as
-        numpy refuses the reverse) and refuse further recording."""
+        numpy refuses the reverse), refuse further recording, then raise ``MutationError``
+        if ``f`` wrote into an array the tape needs that could not be locked."""
         self.live = False
+        if self.locked:
+            self._release()
+        if self.copies:
+            _check_copies(self.copies)
+
+    def _release(self) -> None:
         locked = self.locked
-        if not locked:
-            return
         release = []
         with _LOCKS_GUARD:
             for key in locked:
@@ -103,7 +139,12 @@ class Trace:
                     owners = [a for a in release if a.base is None]
                     release = owners + sorted(views, key=_view_depth)
             for array in release:
-                array.setflags(write=True)
+                try:
+                    array.setflags(write=True)
+                except ValueError:  # it views an array another call still holds
+                    _PENDING[id(array)] = array
+            if _PENDING:
+                _retry_pending()
         locked.clear()
 
 
@@ -112,6 +153,86 @@ def role_text(role: Any) -> str:
     if isinstance(role, tuple):
         return "differentiated argument (leaf {}, shape {})".format(*role)
     return str(role)
+
+
+def _check_copies(copies: dict[int, tuple[np.ndarray, np.ndarray, Any]]) -> None:
+    """Refuse a write by ``f`` into a caller's array the tape read through a copy: the
+    lock (see :meth:`Trace.guard`) would have refused it at the write."""
+    changed = [
+        (copy.shape, role) for array, copy, role in copies.values() if not _same(array, copy)
+    ]
+    copies.clear()
+    if changed:
+        shape, role = changed[0]
+        raise MutationError(
+            f"tape: f wrote in place into a numpy array (shape {shape}) that the backward "
+            f"pass needs: it is {role_text(role)}. The array could not be locked "
+            "read-only during the call (numpy cannot make it writeable again: its memory "
+            "belongs to another object, e.g. a torch tensor or C code), so the write was "
+            "found only when f returned; it would make the gradient wrong. Fix: write "
+            "into a copy (`a = a.copy()` before writing), or build the new value without "
+            "mutation (xp.where, xp.concat), or pass the array as an argument and write "
+            "through the traced array f is given (writes through traced arrays are "
+            "differentiated)."
+        )
+
+
+def _same(array: np.ndarray, copy: np.ndarray) -> bool:
+    # (``equal_nan`` costs some 30 times as much: only where NaNs may be why they differ)
+    return bool(np.array_equal(array, copy)) or (
+        copy.dtype.kind in "fc" and bool(np.array_equal(array, copy, equal_nan=True))
+    )
+
+
+def _retry_pending() -> None:
+    """Make writeable the pending views whose bases are writeable again (under the lock)."""
+    for key, array in sorted(_PENDING.items(), key=lambda item: _view_depth(item[1])):
+        try:
+            array.setflags(write=True)
+        except ValueError:
+            continue
+        del _PENDING[key]
+
+
+def restorable(array: np.ndarray, held: dict[int, Any] | None = None) -> bool:
+    """Whether numpy would make ``array`` writeable again after it is made read-only, the
+    arrays it views keeping their flags -- or, for those in ``held`` (a call's locks),
+    getting back the flag they had before the call, as its ``close`` restores them before
+    their views: numpy's own rule (``_IsWriteable``, and numpy 2's refusal for an array
+    with no base that does not own its memory), read off the flags so that nothing is
+    changed to find out."""
+    if array.flags.owndata:
+        return True
+    base = array.base
+    if base is None:  # memory wrapped from C (scipy's MINPACK and ODEPACK hand these)
+        return False
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return True
+        if held:
+            entry = held.get(id(base))
+            if entry is not None and entry[0] is base and entry[1]:  # (role "": read-only)
+                return True
+        if base.base is None or base.flags.owndata:
+            return False
+        base = base.base
+    try:  # the memory's owner is not an array: numpy asks for a writable buffer
+        with memoryview(base) as view:
+            return not view.readonly
+    except (TypeError, ValueError, BufferError):  # a torch tensor exports none
+        return False
+
+
+def _lockable(array: np.ndarray, locked: dict[int, Any]) -> bool:
+    """Whether every writeable array in ``array``'s chain of bases (those this call has
+    not locked yet) can be locked and restored; a chain with one that cannot is not
+    protected by locking the others (it can still be written), so it is copied whole."""
+    a: Any = array
+    while isinstance(a, np.ndarray) and id(a) not in locked:
+        if a.flags.writeable and not restorable(a, locked):
+            return False
+        a = a.base
+    return True
 
 
 def _view_depth(array: np.ndarray) -> int:
@@ -134,10 +255,11 @@ class _Free(Trace):
         self.tape = []
         self.live = True
         self.locked = {}
+        self.copies = {}
         self.recording = None
 
-    def guard(self, array: np.ndarray, role: Any) -> None:
-        return None
+    def guard(self, array: np.ndarray, role: Any) -> np.ndarray:
+        return array
 
     def close(self) -> None:
         return None

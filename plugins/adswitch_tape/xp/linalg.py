@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from adswitch.numpy_names import missing_function
+
 from ..conversions import carries_gradient
 from ..rules import primitives as P
 from ..rules.matrix_helpers import tolerance
@@ -200,3 +202,15 @@ def matrix_rank(x: Any, /, *, rtol: Any = None) -> Any:
     """The number of singular values above ``rtol`` times the largest (a zero derivative)."""
     rank = np.linalg.matrix_rank(raw(x), rtol=raw(rtol))
     return like_inputs(rank, type(x) is Tracer)
+
+
+def __getattr__(name: str) -> Any:
+    # ``xp.linalg.norm`` (numpy's name) and the like: the standard's name, not a raw
+    # AttributeError (adswitch.numpy_names)
+    raise missing_function(
+        "tape",
+        name,
+        "xp.linalg",
+        "The tape does not provide it. Fix: express it with supported functions, or "
+        "choose another engine with backend='torch' or 'jax'.",
+    )
