@@ -243,3 +243,42 @@ def test_pytest_plugin_runs_cases_on_an_engine() -> None:
     result = _pytest("--adswitch-backend", available[0], "-k", "exp_log or output_vector")
     assert result.returncode == 0, result.stdout[-2000:]
     assert "2 passed" in result.stdout
+
+
+def test_the_summary_comes_last_with_counts_and_every_non_pass_by_name(
+    engines: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # capsys keeps the two streams apart; the order is the one a terminal shows, since
+    # both are flushed at every write: the table (stdout) first, the verdict (stderr) after.
+    assert main(["--backend", "fd", "--backend", "skewed", "-k", "ops.dot"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "verdict: FAIL (1 WRONG or ERROR)"
+    counts = [line for line in err if line.startswith(("fd:", "skewed:"))]
+    assert counts == [
+        "fd: 1 pass, 0 unsupported, 0 WRONG, 0 ERROR",
+        "skewed: 0 pass, 0 unsupported, 1 WRONG, 0 ERROR",
+    ]
+    wrong = [line for line in err if line.startswith("  WRONG skewed ops.dot_closed_form")]
+    assert len(wrong) == 1 and err.index(wrong[0]) > err.index(counts[-1])
+
+
+def test_the_suite_imports_only_the_public_api() -> None:
+    # A third party's suite could use only these; so does the shipped one.
+    import ast
+
+    import adswitch_conformance
+
+    allowed = {"adswitch", "adswitch.errors", "adswitch.spec"}
+    found: dict[str, str] = {}
+    for path in Path(adswitch_conformance.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] == "adswitch" and name not in allowed:
+                    found[name] = path.name
+    assert found == {}

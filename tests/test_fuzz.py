@@ -278,3 +278,26 @@ def test_mutating_programs_never_write_arguments_or_views() -> None:
 
     collect()
     assert seen > 100
+
+
+def test_without_hypothesis_the_fuzzer_names_the_extra_to_install() -> None:
+    # hypothesis is installed here: hide it from a child interpreter.
+    import subprocess
+    import sys
+
+    hide = (
+        "import sys, runpy\n"
+        "class Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'hypothesis':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Hide())\n"
+        "runpy.run_module('adswitch_conformance.fuzz', run_name='__main__')\n"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", hide, "--backend", "tape"], capture_output=True, text=True
+    )
+    assert child.returncode != 0
+    last = child.stderr.strip().splitlines()[-1]
+    assert last.startswith("ModuleNotFoundError: adswitch's fuzzer")
+    assert 'pip install "adswitch[fuzz]"' in last

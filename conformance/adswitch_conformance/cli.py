@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from adswitch.registry import did_you_mean
-
 from .case import Case
 from .cases import catalogue
-from .report import column, differences, matrix_markdown, summary_markdown, write_json
+from .report import column, differences, matrix_markdown, summary_markdown, totals, write_json
 from .runner import ERROR, PASS, PLAIN, PREPARED, UNSUPPORTED, WRONG, Record, run_suite
 
 __all__ = ["main", "select_cases"]
@@ -134,7 +133,7 @@ def _engines(requested: Sequence[str]) -> tuple[list[str], dict[str, str], list[
     problems = []
     for name in dict.fromkeys(requested):
         if name not in infos:
-            problems.append(f"unknown engine {name!r}{did_you_mean(name, sorted(infos))}")
+            problems.append(f"unknown engine {name!r}{_near_miss(name, sorted(infos))}")
         elif not infos[name].available:
             problems.append(f"engine {name!r} is unavailable: {infos[name].reason}")
     if problems:
@@ -147,7 +146,34 @@ def _engines(requested: Sequence[str]) -> tuple[list[str], dict[str, str], list[
     return names, {n: infos[n].version or "" for n in names}, []
 
 
-# Other names users reach for, by the engine they mean.
+def _near_miss(name: str, names: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name.lower(), [n.lower() for n in names], n=1)
+    if not close:
+        return ""
+    return f" (did you mean {next(n for n in names if n.lower() == close[0])!r}?)"
+
+
+def _verdict(records: Sequence[Record], elapsed: float, *, compare_modes: bool) -> str:
+    """The run's summary: counts per engine and mode, every non-pass by name, mode changes."""
+    lines = [f"{len(records)} runs in {elapsed:.1f} s"]
+    for label in dict.fromkeys(column(r) for r in records):
+        mine = [r for r in records if column(r) == label]
+        counts = totals(mine, mine[0].backend, mine[0].mode)
+        lines.append(
+            f"{label}: " + ", ".join(f"{counts[o]} {o}" for o in (PASS, UNSUPPORTED, WRONG, ERROR))
+        )
+    for outcome in (UNSUPPORTED, WRONG, ERROR):
+        for record in records:
+            if record.outcome == outcome:
+                tail = f": {record.message}" if outcome != UNSUPPORTED else ""
+                lines.append(f"  {outcome} {column(record)} {record.case}{tail}")
+    if compare_modes:
+        changed = differences(records)
+        lines.append(f"prepared vs plain: {len(changed)} case(s) with another outcome")
+        lines += [f"  {b} {c}: {p} plain, {q} prepared" for b, c, p, q in changed]
+    bad = sum(r.outcome in (WRONG, ERROR) for r in records)
+    lines.append(f"verdict: {'FAIL' if bad else 'ok'} ({bad} WRONG or ERROR)")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
@@ -198,16 +224,8 @@ def main(argv: list[str]) -> int:
 
     modes = {None: (PLAIN,), "only": (PREPARED,), "both": (PLAIN, PREPARED)}[args.prepared]
     records = run_suite(cases, names, progress=progress, modes=modes)
-    err.write(f"\n{len(records)} runs in {time.perf_counter() - started:.1f} s\n")
-    for record in records:
-        if record.outcome in (WRONG, ERROR):
-            where = column(record)
-            err.write(f"  {record.outcome} {where} {record.case}: {record.message}\n")
-    changed = differences(records)
-    if len(modes) > 1:
-        err.write(f"prepared vs plain: {len(changed)} case(s) with another outcome\n")
-    for backend, case_id, plain, prepared in changed:
-        err.write(f"  {backend} {case_id}: {plain} plain, {prepared} prepared\n")
+    elapsed = time.perf_counter() - started
+    err.write("\n")
     table = summary_markdown(records, cases) + "\n" + matrix_markdown(records, cases, versions)
     if args.json:
         write_json(args.json, records, versions)
@@ -215,6 +233,9 @@ def main(argv: list[str]) -> int:
         with open(args.markdown, "w") as handle:
             handle.write(table)
     out.write(table)
+    # The verdict comes last, where a reader of a long run looks: counts, then every
+    # run that did not pass, by name.
+    err.write(_verdict(records, elapsed, compare_modes=len(modes) > 1))
     bad = sum(r.outcome in (WRONG, ERROR) for r in records)
     return 1 if bad else 0
 

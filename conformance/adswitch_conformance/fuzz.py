@@ -45,7 +45,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given, settings
+
+from adswitch_conformance.requires import missing_hypothesis
+
+try:
+    from hypothesis import HealthCheck, Phase, given, settings
+except ModuleNotFoundError as error:  # the fuzzer's one extra dependency
+    raise missing_hypothesis(error) from error
 
 from adswitch_conformance.fuzzgen import programs
 from adswitch_conformance.fuzzprogram import Program

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
+
+from adswitch_conformance.requires import missing_hypothesis
+
+try:
+    from hypothesis import strategies as st
+except ModuleNotFoundError as error:  # the fuzzer's one extra dependency
+    raise missing_hypothesis(error) from error
 
 from adswitch_conformance.fuzzprogram import Arg, Program
 
