@@ -1,11 +1,12 @@
 """What changes on ``torch.Tensor`` while ``f`` runs in an adswitch call (tracked per thread).
 
-Float conversions: ``float(x)``, ``x.item()`` and ``x.tolist()`` on a floating tensor that
+Float conversions: ``float(x)``, ``complex(x)``, ``x.item()`` and ``x.tolist()`` on a
+floating (or complex) tensor that
 requires grad (or carries a tangent of a forward-mode jvp, ``_modes``) return plain Python
 numbers; torch then treats them as constants (it only
 warns), so the gradient silently misses every path through them. Every other engine
 refuses, and so does this one: in a strict call (``TorchBackend(strict=True)``, the
-default) those three methods raise ``UnsupportedError`` for such tensors.
+default) those four methods raise ``UnsupportedError`` for such tensors.
 Integer and boolean conversions stay allowed: ``int(x)``/``bool(x > 0)`` are piecewise
 constant, so treating them as constants is exact. Printing is allowed too: torch's
 ``Tensor.__repr__`` (which ``str``, ``print`` and f-strings reach) reads the numbers with
@@ -94,6 +95,7 @@ def _install(torch: Any) -> None:
         tensor = torch.Tensor
         for name, what in (
             ("__float__", "float(x)"),
+            ("__complex__", "complex(x)"),
             ("item", "x.item()"),
             ("tolist", "x.tolist()"),
         ):
@@ -123,7 +125,7 @@ def _guarded(torch: Any, original: Any, what: str) -> Any:
             getattr(_state, "strict", 0)
             and not getattr(_state, "printing", 0)
             and (self.requires_grad or (forward.depth and tangent_of(torch, self) is not None))
-            and self.is_floating_point()
+            and (self.is_floating_point() or self.is_complex())
         ):
             raise UnsupportedError(
                 f"torch: {what} turns a value being differentiated into a Python "
