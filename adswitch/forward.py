@@ -15,7 +15,7 @@ from adswitch.call import Started, running, start
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe, leaf_kind
 from adswitch.outputs import OutputFunction, Outputs
-from adswitch.results import as_leaf_scalar
+from adswitch.results import as_leaf_scalar, output_scalars, tangent_like
 from adswitch.spec import Backend
 from adswitch.tangents import tangents_per_leaf
 
@@ -77,6 +77,8 @@ def run_jvp(
     with running(engine):
         out_leaves, out_tangents = derive.jvp(engine, fn, plan.leaves, plan.active, per_leaf, info)
     layout = fn.outputs()
+    if not depth:
+        out_leaves = output_scalars(plan, out_leaves, layout.n_y)
     value = fn.output(out_leaves)
     # A derivative in a Python float (or numpy scalar) x is that type where it is 0-d, as
     # the Jacobian block of such an x is.
@@ -100,8 +102,8 @@ def output_tree(
     scalar input) a 0-d value gets its type (see ``results.as_leaf_scalar``)."""
     leaves: list[Any] = [None] * layout.n_y
     for k, value in zip(layout.diff_positions, per_output):
-        if not depth and isinstance(out_leaves[k], float) and not isinstance(value, float):
-            value = float(value)
+        if not depth:  # a 0-d tangent in its output's scalar type
+            value = tangent_like(value, out_leaves[k])
         if scalar_of is not None:
             value = as_leaf_scalar(value, scalar_of)
         leaves[k] = value

@@ -17,7 +17,15 @@ from adswitch.plan import CONST, DUPLICATED, Plan
 from adswitch.shadows import write, write_float
 from adswitch.spec import Backend
 
-__all__ = ["as_leaf_scalar", "loss_value", "place", "restore_scalar_types", "write_shadows"]
+__all__ = [
+    "as_leaf_scalar",
+    "loss_value",
+    "output_scalars",
+    "place",
+    "restore_scalar_types",
+    "tangent_like",
+    "write_shadows",
+]
 
 
 def restore_scalar_types(plan: Plan, grads: list[Any]) -> list[Any]:
@@ -63,6 +71,27 @@ def loss_value(plan: Plan, loss: Any) -> Any:
     if cls is float:
         return np.float64(loss)
     return loss[()] if cls is np.ndarray else loss
+
+
+def output_scalars(plan: Plan, out_leaves: Sequence[Any], n_y: int) -> list[Any]:
+    """``vjp``'s and ``jvp``'s outputs (at top level): each 0-d floating leaf of ``y`` (the
+    first ``n_y``) as :func:`loss_value` gives a loss, so ``y`` is the same type on every
+    engine (the tape computes ``np.float64``, torch and jax hand back 0-d arrays); ``aux``
+    stays as ``f`` returned it."""
+    leaves = list(out_leaves)
+    for k in range(n_y):
+        if type(leaves[k]) is not float:  # an engine that kept f's Python float is right
+            leaves[k] = loss_value(plan, leaves[k])
+    return leaves
+
+
+def tangent_like(value: Any, y: Any) -> Any:
+    """A 0-d tangent (or cotangent's result) in the scalar type of its output ``y``."""
+    if isinstance(y, float | np.floating) and (
+        isinstance(value, float) or getattr(value, "shape", None) == ()
+    ):
+        return value if type(value) is type(y) else type(y)(value)
+    return value
 
 
 def place(plan: Plan, per_leaf: Sequence[Any]) -> tuple[Any, ...]:

@@ -11,7 +11,7 @@ from adswitch.call import Started, running, start
 from adswitch.errors import UnsupportedError
 from adswitch.outputs import OutputFunction, Outputs
 from adswitch.plan import Plan
-from adswitch.results import place, restore_scalar_types, write_shadows
+from adswitch.results import output_scalars, place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend
 from adswitch.spec import Pullback as EnginePullback
 from adswitch.tangents import cotangents_per_output, stand_in
@@ -116,7 +116,7 @@ def run_vjp(started: Started, f: Callable[..., Any], has_aux: bool, zero: bool) 
     with running(engine):
         out_leaves, engine_pullback = derive.vjp(engine, fn, plan.leaves, plan.active, info)
     layout = fn.outputs()
-    value = fn.output(out_leaves)
+    value = fn.output(out_leaves if depth else output_scalars(plan, out_leaves, layout.n_y))
     pullback = Pullback(
         engine, plan.for_results(), layout, out_leaves[: layout.n_y], engine_pullback, depth, zero
     )

@@ -39,19 +39,26 @@ operator called inside ``fn`` on the same engine arrives as a call with ``depth 
 whose leaves are the enclosing call's traced values; its results must stay traced.
 :func:`implements` tells which primitives an engine has.
 
-Example (a finite-difference engine; see ``examples/adswitch-dual`` for a complete
-forward-mode plugin)::
+An engine that calls ``fn`` several times (finite differences, a retrace) must make its
+*last* call on the caller's own leaves and every earlier one on copies, so that a
+mutating ``f`` leaves the caller's arrays as one plain call would.
+
+Example (a forward-difference engine with one primitive; ``plugins/adswitch_fd`` is the
+complete order-4 version, ``examples/adswitch-dual`` a true forward mode)::
 
     class MyBackend(BackendBase):
         name = "mine"
         install_hint = 'pip install "adswitch-mine"'
+        capabilities = Capabilities(accuracy=1e-5)   # approximate: say how much
         def version(self) -> str:
             return "1.0"
-        def value_and_grad(self, fn, leaves, active, info):
-            loss, out = fn(leaves)
-            grads = [numeric_gradient(fn, leaves, i) if a else None
-                     for i, a in enumerate(active)]
-            return out, grads
+        def jvp(self, fn, leaves, active, tangents, info):
+            h = 1e-7
+            probe = [x + h * t if a else copy.copy(x)
+                     for x, a, t in zip(leaves, active, tangents)]
+            moved, _ = fn(probe)                 # on copies
+            diffs, out = fn(list(leaves))        # the last call: the caller's arrays
+            return out, [(m - d) / h for m, d in zip(moved, diffs)]
 
     @hookimpl
     def adswitch_backend() -> Backend:
@@ -77,6 +84,7 @@ from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_l
 from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
 from adswitch.linalg_refusals import LINALG_REFUSALS, known_linalg_refusal, linalg_refusal
 from adswitch.notices import OnceWarner
+from adswitch.numpy_names import MissingFunctionError, missing_function
 
 __all__ = [
     "PROJECT",
@@ -96,6 +104,7 @@ __all__ = [
     "FInfo",
     "IInfo",
     "LINALG_REFUSALS",
+    "MissingFunctionError",
     "MissingMethodError",
     "OnceWarner",
     "PRIMITIVES",
@@ -104,6 +113,7 @@ __all__ = [
     "implements",
     "known_linalg_refusal",
     "linalg_refusal",
+    "missing_function",
     "numpy_finfo",
     "numpy_iinfo",
     "user_line",
@@ -147,6 +157,13 @@ class Capabilities:
             ``"reverse-over-reverse"`` (a pullback of it); ``""`` decides by ``forward``
             (an engine whose forward mode is true but costs more than a second reverse
             pass over its own gradient -- torch's -- says ``"reverse-over-reverse"``).
+        accuracy: the relative accuracy an approximate engine promises for float64
+            results (finite differences: ``1e-6``); ``None`` for exact AD (correct up to
+            rounding). The conformance suite widens its tolerances to it, never below
+            its exact-AD ones.
+        kinks: at a kink, tie or jump (``abs`` at 0, ``maximum`` ties, ``sign``) the
+            engine gives the documented convention; ``False`` (finite differences): it
+            raises ``UnsupportedError`` there instead.
     """
 
     nested: bool = False
@@ -161,6 +178,8 @@ class Capabilities:
     batching: bool = False
     second_order: str = ""
     extensions: tuple[str, ...] = ()
+    accuracy: float | None = None
+    kinks: bool = True
 
 
 class CallInfo(NamedTuple):
@@ -466,8 +485,9 @@ class Backend(Protocol):
 class BackendBase:
     """Defaults for a :class:`Backend`: numpy arrays, CPU, nothing to register.
 
-    Subclasses set the class attributes and implement :meth:`version` and
-    :meth:`value_and_grad`; they override the rest when their arrays are not numpy.
+    Subclasses set the class attributes and implement :meth:`version` and at least one
+    primitive of :data:`PRIMITIVES` (any one is enough: the front end derives the
+    others); they override the rest when their arrays are not numpy.
     """
 
     name: str = ""

@@ -269,8 +269,8 @@ def test_signbit_is_computed_on_traced_values() -> None:
         (lambda xp, x: xp.sum(xp.maximum(x, 1.0)), [1.0, 3.0, 0.0], [0.5, 1.0, 0.0]),
         # abs at 0: 0
         (lambda xp, x: xp.sum(xp.abs(x)), [0.0, -2.0, 3.0], [0.0, -1.0, 1.0]),
-        # clip: 1 strictly inside, 0 on a bound and outside
-        (lambda xp, x: xp.sum(xp.clip(x, 0.0, 1.0)), [0.0, 0.5, 1.0, 2.0], [0.0, 1.0, 0.0, 0.0]),
+        # clip: 1 strictly inside, 0.5 on a bound (the kink convention), 0 outside
+        (lambda xp, x: xp.sum(xp.clip(x, 0.0, 1.0)), [0.0, 0.5, 1.0, 2.0], [0.5, 1.0, 0.5, 0.0]),
     ],
     ids=["max-ties", "maximum-tie", "abs-at-0", "clip-bounds"],
 )

@@ -556,3 +556,32 @@ def test_gradient_has_the_leaf_dtype_when_the_loss_is_wider() -> None:
 
     (g, _) = ad.gradient(f, x, ad.Const(np.array([0.5, 0.25])), backend="dual")
     assert g.dtype == np.float32
+
+
+def test_dual_sort_follows_each_element_and_shares_ties() -> None:
+    # Oracle: the permutation matrix of np.argsort, with tied rows averaged (the mean of
+    # the two one-sided permutations, the central-difference limit).
+    x = np.array([[3.0, 1.0, 3.0, 2.0], [0.5, 0.5, 0.5, -1.0]])
+    jac = ad.jacobian(lambda v: ad.array_namespace(v).sort(v, axis=1), x, backend="dual")[0]
+    expected = np.zeros((2, 4, 2, 4))
+    for row, places in (
+        (0, [[1], [3], [0, 2], [0, 2]]),
+        (1, [[3], [0, 1, 2], [0, 1, 2], [0, 1, 2]]),
+    ):
+        for k, tied in enumerate(places):
+            expected[row, k, row, tied] = 1.0 / len(tied)
+    np.testing.assert_array_equal(jac, expected)
+    values = ad.withgradient(
+        lambda v: ad.array_namespace(v).sum(ad.array_namespace(v).sort(v, descending=True)),
+        x[0],
+        backend="dual",
+    )
+    assert float(values.val) == 9.0
+
+
+def test_dual_pow_at_zero_is_the_closed_form() -> None:
+    # d/dx x**p at 0: p * 0 ** (p - 1) -> 0 for p = 0 (not 0 * inf = nan), 1 for p = 1.
+    (g,) = ad.gradient(
+        lambda v: ad.array_namespace(v).sum(v**0.0 + v**1.0 + v**2.0), np.zeros(2), backend="dual"
+    )
+    np.testing.assert_array_equal(g, [1.0, 1.0])

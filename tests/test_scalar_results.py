@@ -89,3 +89,31 @@ def test_torch_inputs_keep_a_torch_loss() -> None:
     x = torch.tensor([1.0, 2.0], dtype=torch.float64)
     out = ad.withgradient(_sum_squares, x)
     assert isinstance(out.val, torch.Tensor) and out.val.shape == () and float(out.val) == 5.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_vjp_and_jvp_give_a_0d_output_and_tangent_the_same_type(engine: str, dtype: Any) -> None:
+    # The tape computed np.float64, torch, jax and dual handed back 0-d ndarrays.
+    x = np.array([1.0, 2.0, -3.0], dtype)
+    y, pullback = ad.vjp(_sum_squares, x, backend=engine)
+    assert type(y) is dtype and float(y) == 14.0
+    np.testing.assert_array_equal(pullback(dtype(1.0))[0], 2 * x)
+    y, tangent = ad.jvp(_sum_squares, (x,), (np.ones(3, dtype),), backend=engine)
+    assert type(y) is dtype and type(tangent) is dtype and float(tangent) == 2 * float(x.sum())
+    prep = ad.prepare(ad.jvp, _sum_squares, (x,), (np.ones(3, dtype),), backend=engine)
+    y, tangent = prep((x,), (np.ones(3, dtype),))
+    assert type(y) is dtype and type(tangent) is dtype
+    # in a tree, each 0-d floating leaf; aux as f returned it
+    out, _, aux = ad.vjp(
+        lambda v: ({"s": _sum_squares(v), "v": v * 2}, "aux"), x, has_aux=True, backend=engine
+    )
+    assert type(out["s"]) is dtype and out["v"].dtype == dtype and aux == "aux"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_vjp_and_jvp_at_python_floats_give_python_floats(engine: str) -> None:
+    y, pullback = ad.vjp(_cube, 2.0, backend=engine)
+    assert type(y) is float and y == 8.0 and pullback(1.0) == (12.0,)
+    y, tangent = ad.jvp(_cube, (2.0,), (1.0,), backend=engine)
+    assert type(y) is float and type(tangent) is float and (y, tangent) == (8.0, 12.0)

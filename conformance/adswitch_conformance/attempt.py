@@ -190,7 +190,15 @@ def verify_again(
 ) -> list[str]:
     """:func:`~adswitch_conformance.verify.verify`, its mismatch a WRONG :class:`Verdict`."""
     try:
-        return verify(case, args, got, expected, dvals_before, has_capability(caps, "mutation"))
+        return verify(
+            case,
+            args,
+            got,
+            expected,
+            dvals_before,
+            has_capability(caps, "mutation"),
+            getattr(caps, "accuracy", None),
+        )
     except Mismatch as exc:
         raise Verdict(WRONG, str(exc)) from exc
 
@@ -214,6 +222,14 @@ def replay_pullback(
     except Exception as exc:
         raise Verdict(ERROR, what + describe(exc) + where(exc)) from exc
     try:
-        verify(case, args, again, expected, dvals_before, has_capability(caps, "mutation"))
+        verify(
+            case,
+            args,
+            again,
+            expected,
+            dvals_before,
+            has_capability(caps, "mutation"),
+            getattr(caps, "accuracy", None),
+        )
     except Mismatch as exc:
         raise Verdict(WRONG, what + str(exc)) from exc

@@ -34,6 +34,7 @@ FAMILIES = (
     "trees",
     "activity",
     "ties",
+    "kinks",
     "nested",
     "mutation",
     "hygiene",

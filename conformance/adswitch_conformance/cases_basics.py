@@ -325,6 +325,7 @@ CASES = [
         _max_tied,
         lambda: (np.array([[2.0, 2.0, 1.0], [0.5, 3.0, 3.0]]),),
         check=_check_max_ties,
+        requires=("kinks",),
     ),
     Case(
         "basics.kinks",
@@ -333,6 +334,7 @@ CASES = [
         _kink_abs,
         lambda: (np.array([-1.0, 0.0, 0.0, 2.0]),),
         check=_check_kink,
+        requires=("kinks",),
     ),
     Case(
         "basics.float16",

@@ -54,8 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from adswitch.numpy_names import missing_function
-from adswitch.spec import array_methods
+from adswitch.spec import array_methods, missing_function
 
 from . import xp_fft as fft  # noqa: F401  (the standard's extensions: sub-namespaces)
 from . import xp_linalg as linalg  # noqa: F401

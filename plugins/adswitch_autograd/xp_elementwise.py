@@ -2,8 +2,9 @@
 
 Non-smooth points follow autograd: ``abs``'s and ``sign``'s derivative at 0 is 0;
 ``maximum``/``minimum`` split the gradient half and half on ties; ``clip`` passes it
-where the value is strictly inside the bounds and 0 where it is clipped or sits on a
-bound. ``pow`` is exact for nested derivatives in a traced exponent (:mod:`.power`).
+where the value is strictly inside the bounds, 0 where it is clipped, and half of it
+where it sits on a bound (the bound, if differentiated, gets the other half; :mod:`._kinks`).
+``pow`` is exact for nested derivatives in a traced exponent (:mod:`.power`).
 Functions autograd cannot differentiate (``nextafter``) raise ``UnsupportedError`` when
 given a traced array.
 """
@@ -16,9 +17,9 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as np
 
+from ._kinks import clip_shared
 from .power import pow
 from .writes import copy_of
-from .xp_searching import where
 from .xp_support import constant, is_traced, unsupported, untraced
 
 __all__ = [
@@ -146,12 +147,8 @@ def positive(x: Any, /) -> Any:
 
 def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
     """Clamp ``x`` into ``[min, max]``; either bound may be ``None`` or a (traced) array."""
-    if is_traced(min) or is_traced(max):
-        if min is not None:
-            x = where(x < min, min, x)
-        if max is not None:
-            x = where(x > max, max, x)
-        return x
+    if is_traced(x) or is_traced(min) or is_traced(max):
+        return clip_shared(x, min, max)  # the slope at a bound shared (the convention)
     if min is None and max is None:
         return x
     return anp.clip(x, min, max)

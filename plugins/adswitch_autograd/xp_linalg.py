@@ -51,7 +51,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from adswitch.errors import UnsupportedError
-from adswitch.numpy_names import missing_function
+from adswitch.spec import missing_function
 
 from . import linalg_factors, linalg_inverses, linalg_norms, linalg_spectral
 from .linalg_support import diagonal as linalg_diagonal

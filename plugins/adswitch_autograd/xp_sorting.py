@@ -1,8 +1,9 @@
 """The Array API's sorting functions: ``sort`` (differentiable) and ``argsort``.
 
 ``sort`` is an indexing by the sorting order, so the gradient follows each element to
-its place; ``argsort`` returns integer positions, which have no derivative. Both are
-stable by default, descending included: equal elements keep their original order.
+its place (tied elements share theirs, :mod:`._kinks`); ``argsort`` returns integer
+positions, which have no derivative. Both are stable by default, descending included:
+equal elements keep their original order.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ._kinks import share_ties
 from .xp_indexing import along_axis
-from .xp_support import untraced
+from .xp_support import is_traced, untraced
 
 __all__ = ["argsort", "sort"]
 
@@ -35,7 +37,9 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
 
 
 def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
-    """Sorted along ``axis``; the gradient follows each element to its place."""
+    """Sorted along ``axis``; the gradient follows each element to its place, and tied
+    elements share the mean of their places' gradients (the kink convention)."""
     value = np.asarray(untraced(x))
     order = argsort(value, axis=axis, descending=descending, stable=stable)
-    return x[along_axis(order, axis, value.shape)]
+    out = x[along_axis(order, axis, value.shape)]
+    return share_ties(out, axis) if is_traced(x) and value.ndim else out

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from adswitch.numpy_names import MissingFunctionError, missing_function
+from adswitch.spec import MissingFunctionError, missing_function
 
 from . import interop as _interop
 from . import methods as _methods

@@ -67,6 +67,7 @@ from adswitch_dual.shapes import (
     stack,
     take,
 )
+from adswitch_dual.sorting import argsort, sort
 
 __array_api_version__ = "2023.12"
 
@@ -171,7 +172,7 @@ __all__ = [
     "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var", "vecdot",
     # shapes
     "broadcast_to", "concat", "expand_dims", "flip", "matrix_transpose", "permute_dims",
-    "reshape", "squeeze", "stack", "take",
+    "reshape", "squeeze", "stack", "take", "sort", "argsort",
     # constants and dtypes
     "e", "pi", "inf", "nan", "newaxis", "bool", "int8", "int16", "int32", "int64", "uint8",
     "float32", "float64", "finfo", "iinfo", "isdtype",

@@ -68,13 +68,20 @@ UNARY: dict[str, tuple[Callable[[Any], Any], Derivative]] = {
 }
 """Elementwise functions: name -> ``(numpy function, derivative)``."""
 
+
+def _pow_base(a: Any, b: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.asarray(b) == 0, 0.0, b * np.power(a, b - 1))
+
+
 BINARY: dict[str, tuple[Callable[[Any, Any], Any], Partial, Partial]] = {
     "add": (np.add, None, None),
     "subtract": (np.subtract, None, lambda a, b, o: -1.0),
     "multiply": (np.multiply, lambda a, b, o: b, lambda a, b, o: a),
     "divide": (np.divide, lambda a, b, o: 1.0 / b, lambda a, b, o: -o / b),
     # The partial in the exponent (log(a) * out) is only evaluated when it is traced.
-    "pow": (np.power, lambda a, b, o: b * np.power(a, b - 1), lambda a, b, o: np.log(a) * o),
+    # a ** 0 is constant: its partial in a is 0 at a = 0 too (not 0 * inf).
+    "pow": (np.power, lambda a, b, o: _pow_base(a, b), lambda a, b, o: np.log(a) * o),
     "maximum": (np.maximum, lambda a, b, o: _tie(a, b), lambda a, b, o: _tie(b, a)),
     "minimum": (np.minimum, lambda a, b, o: _tie(b, a), lambda a, b, o: _tie(a, b)),
     "logaddexp": (np.logaddexp, lambda a, b, o: np.exp(a - o), lambda a, b, o: np.exp(b - o)),

@@ -17,6 +17,7 @@ from ..rules import primitives as P
 from ..tracer import Tracer, raw
 from .axes import axes_of, like_inputs, ndim_of
 from .shapes import concat
+from .ties import share_ties
 
 __all__ = [
     "argsort", "diff", "repeat", "roll", "sort", "take", "take_along_axis", "tile", "tril", "triu",
@@ -121,5 +122,7 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
 
 
 def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
-    """Sorted along ``axis``; each element's gradient follows it to its sorted place."""
-    return take_along_axis(x, _order(x, axis, descending), axis=axis)
+    """Sorted along ``axis``; each element's gradient follows it to its sorted place, and
+    tied elements share the mean of their places' gradients (the kink convention)."""
+    out = take_along_axis(x, _order(x, axis, descending), axis=axis)
+    return share_ties(out, axis) if type(x) is Tracer else out

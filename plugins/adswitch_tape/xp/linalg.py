@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from adswitch.numpy_names import missing_function
+from adswitch.spec import missing_function
 
 from ..conversions import carries_gradient
 from ..rules import primitives as P

@@ -1,0 +1,1 @@
+"""adswitch's finite-difference engine (``backend="fd"``): black-box code, cross-checks."""
