@@ -202,5 +202,6 @@ CASES = [
         _sqrt,
         _a(0.0),
         check=_check_sqrt,
+        requires=("kinks",),
     ),
 ]
