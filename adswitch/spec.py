@@ -83,8 +83,10 @@ from adswitch.errors import UnsupportedError
 from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
 from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
 from adswitch.linalg_refusals import LINALG_REFUSALS, known_linalg_refusal, linalg_refusal
+from adswitch.locking import restorable, same_contents
 from adswitch.notices import OnceWarner
 from adswitch.numpy_names import MissingFunctionError, missing_function
+from adswitch.tie_runs import tied_runs
 
 __all__ = [
     "PROJECT",
@@ -116,6 +118,9 @@ __all__ = [
     "missing_function",
     "numpy_finfo",
     "numpy_iinfo",
+    "restorable",
+    "same_contents",
+    "tied_runs",
     "user_line",
 ]
 

@@ -24,6 +24,8 @@ from typing import Any
 import autograd.numpy as anp
 import numpy as np
 
+from adswitch.spec import tied_runs
+
 from .xp_support import untraced
 
 __all__ = ["clip_shared", "share_ties"]
@@ -39,37 +41,6 @@ def clip_shared(x: Any, lo: Any, hi: Any) -> Any:
     return x
 
 
-def _tied_runs(moved: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """The runs of equal (finite) entries along the last axis of the sorted ``moved``,
-    in buckets of similar lengths (at most ``log2(n)`` buckets, so the traced work is a
-    few operations whatever the number of distinct run lengths). Per bucket: ``idx``
-    ``(runs, width)`` flat indices into ``moved.ravel()`` (a run shorter than ``width``
-    repeats its first index), ``mask`` (1 where ``idx`` is the run's own, else 0),
-    ``lengths`` ``(runs,)`` the run lengths, and ``entries`` the flat indices of the
-    bucket's tied entries, run after run (``idx[mask == 1]``)."""
-    same = moved[..., 1:] == moved[..., :-1]  # nan != nan: a run of its own
-    same &= np.isfinite(moved[..., 1:])  # infinite ties: y0 + (m - m0) would be nan
-    if not same.any():
-        return []
-    starts = np.ones(moved.shape, dtype=bool)
-    starts[..., 1:] = ~same
-    first = np.flatnonzero(starts.ravel())  # every run's first flat index, in order
-    lengths = np.diff(np.append(first, starts.size))
-    tied = lengths >= 2
-    first, lengths = first[tied], lengths[tied]
-    bucket = np.ceil(np.log2(lengths)).astype(np.int64)  # width 2 ** bucket >= length
-    plans = []
-    for b in np.unique(bucket):
-        sel = bucket == b
-        f, k = first[sel], lengths[sel]
-        width = int(k.max())
-        cols = np.arange(width)
-        mine = cols < k[:, None]
-        idx = np.where(mine, f[:, None] + cols, f[:, None])
-        plans.append((idx, mine.astype(moved.dtype), k, idx[mine]))
-    return plans
-
-
 def share_ties(y: Any, axis: int) -> Any:
     """The traced ``y``, sorted along ``axis``, with its tied entries sharing their
     derivative: each tied place is ``y0 + (m - m0)``, ``m`` its run's mean of ``y`` and
@@ -80,7 +51,7 @@ def share_ties(y: Any, axis: int) -> Any:
         return y
     axis %= value.ndim
     moved = np.moveaxis(value, axis, -1)
-    runs = _tied_runs(moved)
+    runs = tied_runs(moved)
     if not runs:
         return y
     flat = anp.reshape(anp.moveaxis(y, axis, -1), (value.size,))

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from adswitch.errors import MutationError, UnsupportedError
+from adswitch.spec import restorable, same_contents
 
 from .writes import mutation_message
 
@@ -53,7 +54,7 @@ def unchanged(leaves: Sequence[Any], given: Sequence[Any]) -> None:
     read-only (``given`` holds its copy): ``f`` read the copy, so it did not see the write
     a plain call would."""
     for i, (leaf, copy) in enumerate(zip(leaves, given)):
-        if copy is not leaf and not _same(leaf, copy):
+        if copy is not leaf and not same_contents(leaf, copy):
             raise MutationError(
                 f"autograd (HIPS): f wrote in place into its numpy argument {i} (shape "
                 f"{copy.shape}) through another reference to it (a global, a closure, a "
@@ -63,37 +64,6 @@ def unchanged(leaves: Sequence[Any], given: Sequence[Any]) -> None:
                 "be wrong. Fix: write through the argument f is given, or into a copy "
                 "(`a = xp.asarray(a, copy=True)`), or use backend='tape'."
             )
-
-
-def _same(array: np.ndarray, copy: np.ndarray) -> bool:
-    # (``equal_nan`` costs some 30 times as much: only where NaNs may be why they differ)
-    return bool(np.array_equal(array, copy)) or (
-        copy.dtype.kind in "fc" and bool(np.array_equal(array, copy, equal_nan=True))
-    )
-
-
-def restorable(array: np.ndarray) -> bool:
-    """Whether numpy would make ``array`` writeable again after it is made read-only (its
-    bases keeping their flags): numpy's rule (``_IsWriteable``, and numpy 2's refusal for
-    an array with no base that does not own its memory -- what scipy wraps around C
-    memory), read off the flags. A numpy view of a torch tensor (``t.numpy()``, a
-    ``DataLoader`` batch) never is: its memory's owner exports no buffer."""
-    if array.flags.owndata:
-        return True
-    base = array.base
-    if base is None:
-        return False
-    while isinstance(base, np.ndarray):
-        if base.flags.writeable:
-            return True
-        if base.base is None or base.flags.owndata:
-            return False
-        base = base.base
-    try:
-        with memoryview(base) as view:
-            return not view.readonly
-    except (TypeError, ValueError, BufferError):
-        return False
 
 
 def thaw(arrays: list[np.ndarray]) -> None:

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from adswitch.errors import MutationError
+from adswitch.spec import restorable as shared_restorable
+from adswitch.spec import same_contents
 
 __all__ = ["FREE", "Entry", "Trace", "escaped", "restorable", "role_text"]
 
@@ -159,7 +161,9 @@ def _check_copies(copies: dict[int, tuple[np.ndarray, np.ndarray, Any]]) -> None
     """Refuse a write by ``f`` into a caller's array the tape read through a copy: the
     lock (see :meth:`Trace.guard`) would have refused it at the write."""
     changed = [
-        (copy.shape, role) for array, copy, role in copies.values() if not _same(array, copy)
+        (copy.shape, role)
+        for array, copy, role in copies.values()
+        if not same_contents(array, copy)
     ]
     copies.clear()
     if changed:
@@ -177,13 +181,6 @@ def _check_copies(copies: dict[int, tuple[np.ndarray, np.ndarray, Any]]) -> None
         )
 
 
-def _same(array: np.ndarray, copy: np.ndarray) -> bool:
-    # (``equal_nan`` costs some 30 times as much: only where NaNs may be why they differ)
-    return bool(np.array_equal(array, copy)) or (
-        copy.dtype.kind in "fc" and bool(np.array_equal(array, copy, equal_nan=True))
-    )
-
-
 def _retry_pending() -> None:
     """Make writeable the pending views whose bases are writeable again (under the lock)."""
     for key, array in sorted(_PENDING.items(), key=lambda item: _view_depth(item[1])):
@@ -195,32 +192,17 @@ def _retry_pending() -> None:
 
 
 def restorable(array: np.ndarray, held: dict[int, Any] | None = None) -> bool:
-    """Whether numpy would make ``array`` writeable again after it is made read-only, the
-    arrays it views keeping their flags -- or, for those in ``held`` (a call's locks),
-    getting back the flag they had before the call, as its ``close`` restores them before
-    their views: numpy's own rule (``_IsWriteable``, and numpy 2's refusal for an array
-    with no base that does not own its memory), read off the flags so that nothing is
-    changed to find out."""
-    if array.flags.owndata:
-        return True
-    base = array.base
-    if base is None:  # memory wrapped from C (scipy's MINPACK and ODEPACK hand these)
-        return False
-    while isinstance(base, np.ndarray):
-        if base.flags.writeable:
-            return True
-        if held:
-            entry = held.get(id(base))
-            if entry is not None and entry[0] is base and entry[1]:  # (role "": read-only)
-                return True
-        if base.base is None or base.flags.owndata:
-            return False
-        base = base.base
-    try:  # the memory's owner is not an array: numpy asks for a writable buffer
-        with memoryview(base) as view:
-            return not view.readonly
-    except (TypeError, ValueError, BufferError):  # a torch tensor exports none
-        return False
+    """:func:`adswitch.spec.restorable`, counting as writeable the bases in ``held`` (a
+    call's locks) that had the flag before the call: its ``close`` restores them before
+    their views."""
+    if not held:
+        return shared_restorable(array)
+
+    def released(base: np.ndarray) -> bool:
+        entry = held.get(id(base))
+        return entry is not None and entry[0] is base and bool(entry[1])  # role "": read-only
+
+    return shared_restorable(array, released)
 
 
 def _lockable(array: np.ndarray, locked: dict[int, Any]) -> bool:
