@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.api import WithGradient, gradient, withgradient
+from adswitch.custom import custom_jvp, custom_vjp, stop_gradient
 from adswitch.destructure import destructure
 from adswitch.errors import (
     ActivityError,
@@ -61,6 +62,8 @@ __all__ = [
     "UsageError",
     "WithGradient",
     "array_namespace",
+    "custom_jvp",
+    "custom_vjp",
     "backends",
     "derivative",
     "destructure",
@@ -72,6 +75,7 @@ __all__ = [
     "make_zero",
     "prepare",
     "register_tree",
+    "stop_gradient",
     "use",
     "vjp",
     "withgradient",

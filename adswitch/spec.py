@@ -169,6 +169,8 @@ class Capabilities:
         kinks: at a kink, tie or jump (``abs`` at 0, ``maximum`` ties, ``sign``) the
             engine gives the documented convention; ``False`` (finite differences): it
             raises ``UnsupportedError`` there instead.
+        custom_vjp: ``ad.custom_vjp`` rules are honoured (their ``bwd`` runs in reverse
+            mode); ``False`` (a forward-only engine): such a rule is an ``UnsupportedError``.
     """
 
     nested: bool = False
@@ -185,6 +187,7 @@ class Capabilities:
     extensions: tuple[str, ...] = ()
     accuracy: float | None = None
     kinks: bool = True
+    custom_vjp: bool = True
 
 
 class CallInfo(NamedTuple):
@@ -329,6 +332,29 @@ class Backend(Protocol):
         array_modules: top-level module names whose array types belong to this engine
             (``("torch",)``, ``("jax", "jaxlib")``); the front end uses them to pick the
             engine from the arguments' types without importing anything.
+
+    Optional hooks for user rules (``ad.custom_vjp``, ``ad.custom_jvp``,
+    ``ad.stop_gradient``; see ``adswitch.custom``). The front end looks them up with
+    ``getattr(engine, name, None)``; an engine without one refuses the rule with an
+    ``UnsupportedError`` naming the hook. Do not define them as raising stubs. The
+    callables are *flat* (lists of leaves); the front end checks what the user returns.
+
+    - ``custom_vjp(fn, fwd, bwd, leaves, active) -> list``: the output leaves.
+      ``fn(leaves) -> out_leaves`` is f itself; ``fwd(leaves) -> (out_leaves, residuals)``;
+      ``bwd(residuals, cotangents) -> list`` with one entry per *input* leaf (an array, or
+      ``None`` for a zero), given one cotangent per *output* leaf (this engine's arrays,
+      zeros for non-floating outputs). ``active[i]``: leaf ``i`` is an owned floating
+      value; the others are constants. Reverse mode must call ``bwd`` on the engine's
+      values (so nested derivatives differentiate it); prepared replays must call it
+      again. Forward mode through it, where the engine cannot: ``UnsupportedError``
+      saying "custom_vjp has no forward-mode rule; define ad.custom_jvp".
+    - ``custom_jvp(fn, rule, leaves, active) -> list``: the output leaves.
+      ``rule(leaves, tangents) -> (out_leaves, out_tangents)``, one tangent per input
+      leaf (zeros for constants). Forward mode uses ``rule``; reverse mode transposes it
+      (it is linear in the tangents) or refuses with an ``UnsupportedError`` naming
+      ``custom_vjp``.
+    - ``stop_gradient(value) -> value``: one owned floating leaf, held constant in every
+      mode and order (detach).
     """
 
     name: str

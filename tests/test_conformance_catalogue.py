@@ -81,6 +81,71 @@ def _check_operator_fields(case: Case) -> None:
         assert case.seeds is None and not case.has_aux
 
 
+# Rules cases whose closed form is the RULE's result, not f's derivative (a clipping or
+# straight-through vjp, a halving jvp rule, stop_gradient): per case, given the arguments'
+# values, a numpy function whose derivative at those values is the rule's result (the
+# stopped values frozen at the point), so finite differences check the closed form.
+_W = np.array([3.0, -0.5, -2.0, 0.25])  # the rules family's weights
+RULE_RESULTS: dict[str, Any] = {
+    "rules.clip_gradient": lambda x0: lambda x: np.sum(x * np.clip(_W, -1, 1)),
+    "rules.clip_gradient_jacobian": lambda x0: lambda x: x * np.clip(_W, -1, 1),
+    "rules.clip_gradient_tied": lambda a0, b0: (
+        lambda a, b: np.sum(a * np.clip(_W, -1, 1) + b * np.clip(2 * _W, -1, 1))
+    ),
+    "rules.straight_through": lambda x0: lambda x: np.sum((np.round(x0) + x0) * x),
+    "rules.straight_through_stop_gradient": lambda x0: lambda x: np.sum((np.round(x0) + x0) * x),
+    "rules.straight_through_stop_gradient_forward": lambda x0: lambda x: x * _W,
+    "rules.half_tangent_forward": lambda x0: lambda x: x * _W / 2,
+    "rules.half_tangent_reverse": lambda x0: lambda x: np.sum(x * _W / 2),
+    "rules.stop_gradient_gradient": lambda x0: lambda x: np.sum(x**2 * x0),
+    "rules.stop_gradient_withgradient": lambda x0: lambda x: np.sum(x**2 * x0),
+    "rules.stop_gradient_hessian": lambda x0: lambda x: np.sum(x**2 * x0),
+    "rules.stop_gradient_jacobian": lambda x0: lambda x: x * x0 + np.sin(x),
+    "rules.stop_gradient_jacobian_forward": lambda x0: lambda x: x * x0 + np.sin(x),
+    "rules.stop_gradient_derivative": lambda t0, c0: lambda t, c: (t * t0 + np.sin(t)) * c,
+    "rules.stop_gradient_tree": lambda p0: (
+        lambda p: np.sum(p0["a"] * p["a"]) + np.sum(p0["b"][0] * p["b"][0] ** 2)
+    ),
+    "rules.stop_gradient_inner_order": lambda x0: lambda x: np.sum(2 * x * x0 * _W),
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(RULE_RESULTS))
+def test_rule_closed_forms_are_the_rules_results(case_id: str) -> None:
+    """Each closed form equals finite differences of a function with the rule's derivative
+    (and differs from f's own derivative: the case would catch an engine ignoring the rule)."""
+    case = next(c for c in CASES if c.id == case_id)
+    args = case.make_args()
+    vals = [unwrap(a)[1] for a in args]
+    twin = dataclasses.replace(case, closed_form=None, ref_fn=RULE_RESULTS[case_id](*vals))
+    own = dataclasses.replace(case, closed_form=None, ref_fn=None)
+    build = build_expected if case.entry in GRADIENT_ENTRIES else build_operator_expected
+    closed, numeric, plain = (_numbers(build(c, args)) for c in (case, twin, own))
+    assert closed and len(closed) == len(numeric) == len(plain), "nothing compared"
+    for a, b in zip(closed, numeric, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-7)
+    assert any(not np.allclose(a, c) for a, c in zip(closed, plain, strict=True))
+
+
+def _numbers(expected: Any) -> list[np.ndarray]:
+    if expected.tree is not None:
+        return [np.asarray(r.value) for r in leaves(expected.tree) if isinstance(r, Ref)]
+    return [np.asarray(v) for e in expected.args for v in e.grads.values() if v is not None]
+
+
+def test_rule_ref_fns_equal_fn_at_the_cases_point() -> None:
+    """The rules cases' ref_fns freeze a stopped value at make_args: same value as f there
+    (outside an adswitch call a rule is its plain function)."""
+    checked = 0
+    for case in CASES:
+        if case.family != "rules" or case.ref_fn is None or case.id.endswith("nested_gradient"):
+            continue  # the nested one's inner softmax: rules.logsumexp_gradient checks it
+        vals = [unwrap(a)[1] for a in case.make_args()]
+        np.testing.assert_allclose(case.ref_fn(*vals), case.fn(*vals), rtol=1e-12)
+        checked += 1
+    assert checked >= 3
+
+
 # The kinks family's closed forms are the kink convention's values at non-smooth points,
 # where Richardson-extrapolated differences (which assume smoothness) do not converge; its
 # symmetric limits are checked against plain central differences in
@@ -88,7 +153,10 @@ def _check_operator_fields(case: Case) -> None:
 CLOSED = [
     c
     for c in CASES
-    if c.closed_form is not None and c.entry in GRADIENT_ENTRIES and c.family != "kinks"
+    if c.closed_form is not None
+    and c.entry in GRADIENT_ENTRIES
+    and c.family != "kinks"
+    and c.id not in RULE_RESULTS
 ]
 # Cases given in closed form because the default step cannot resolve them.
 FD_STEPS = {"basics.float64_precision": 1e-7}
@@ -113,7 +181,10 @@ def test_closed_forms_agree_with_finite_differences(case: Case) -> None:
 CLOSED_OPERATORS = [
     c
     for c in CASES
-    if c.closed_form is not None and c.entry in TREE_ENTRIES and c.family != "kinks"
+    if c.closed_form is not None
+    and c.entry in TREE_ENTRIES
+    and c.family != "kinks"
+    and c.id not in RULE_RESULTS
 ]
 
 
@@ -130,7 +201,8 @@ def test_operator_closed_forms_agree_with_finite_differences(case: Case) -> None
             np.testing.assert_allclose(a.value, b.value, rtol=1e-7, atol=1e-8 + 4 * np.max(b.error))
 
 
-NESTED = [c for c in CASES if c.ref_fn is not None]
+# (rules cases: the test engine has no rule hooks; test_rule_ref_fns_equal_fn_at... above)
+NESTED = [c for c in CASES if c.ref_fn is not None and c.family != "rules"]
 # Inner operators by finite differences of finite differences: loose agreement only.
 LOOSE = {"nested.third_order", "operators.hvp_inside_gradient"}
 

@@ -40,6 +40,7 @@ FAMILIES = (
     "hygiene",
     "operators",
     "linalg",
+    "rules",
 )
 """Catalogue families in the order the reports list them."""
 

@@ -30,6 +30,7 @@ def catalogue() -> list[Case]:
         cases_operators_matrices,
         cases_operators_nested,
         cases_ops,
+        cases_rules,
         cases_ties,
         cases_trees,
     )
@@ -54,6 +55,7 @@ def catalogue() -> list[Case]:
         cases_linalg,
         cases_linalg_factorizations,
         cases_linalg_degenerate,
+        cases_rules,
     ):
         if module in linalg:
             cases.extend(

@@ -22,7 +22,7 @@ batch axis away, so entries are never stacked into one array.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -145,6 +145,40 @@ class AutogradBackend(BackendBase):
         engine = self._engine if self._engine is not None else self._load()
         result: tuple[list[Any], list[Any]] = engine.jvp(fn, leaves, active, tangents, info)
         return result
+
+    def custom_vjp(
+        self,
+        fn: Callable[[list[Any]], list[Any]],
+        fwd: Callable[[list[Any]], tuple[list[Any], Any]],
+        bwd: Callable[[Any, list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+    ) -> list[Any]:
+        """A user's vjp rule as an autograd primitive (``_custom``)."""
+        self._load()
+        from adswitch_autograd import _custom
+
+        return _custom.custom_vjp(fn, fwd, bwd, leaves, active)
+
+    def custom_jvp(
+        self,
+        fn: Callable[[list[Any]], list[Any]],
+        rule: Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+    ) -> list[Any]:
+        """A user's jvp rule as an autograd primitive (``_custom``)."""
+        self._load()
+        from adswitch_autograd import _custom
+
+        return _custom.custom_jvp(fn, rule, leaves, active)
+
+    def stop_gradient(self, value: Any) -> Any:
+        """The plain value under every box, copied (``_custom``)."""
+        self._load()
+        from adswitch_autograd import _custom
+
+        return _custom.stop_gradient(value)
 
 
 @hookimpl

@@ -114,6 +114,15 @@ class TapeBackend(BackendBase):
             return _replay().jvp(fn, leaves, active, tangents, info)  # type: ignore[no-any-return]
         return _operators().jvp(fn, leaves, active, tangents, info)  # type: ignore[no-any-return]
 
+    def stop_gradient(self, value: Any) -> Any:
+        """``ad.stop_gradient``'s hook: a tape array without history at any level (the
+        tape's way for zero-derivative functions such as ``floor``). Reading the value
+        makes a prepared call's recording refuse, so prepared calls trace every time."""
+        from .tracer import raw
+        from .xp.axes import like_inputs
+
+        return like_inputs(np.array(raw(value), copy=True), True)
+
 
 @functools.cache
 def _modules() -> tuple[type, Any]:

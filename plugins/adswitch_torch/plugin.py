@@ -147,7 +147,7 @@ from adswitch.spec import (
     hookimpl,
 )
 
-from . import _forward, _reverse
+from . import _custom, _forward, _reverse
 from ._backward import Passes, make_passes
 from ._call import differentiate
 from ._convert import byte_range
@@ -295,6 +295,31 @@ class TorchBackend(BackendBase):
         return _forward.jvp(
             torch, passes, fn, leaves, active, tangents, info, self._copy_saved, self._strict
         )
+
+    def custom_vjp(
+        self,
+        fn: Callable[[list[Any]], list[Any]],
+        fwd: Callable[[list[Any]], tuple[list[Any], Any]],
+        bwd: Callable[[Any, list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+    ) -> list[Any]:
+        """A user's vjp rule as a ``torch.autograd.Function`` (``_custom``)."""
+        return _custom.custom_vjp(self._torch or self._engine(), fn, fwd, bwd, leaves, active)
+
+    def custom_jvp(
+        self,
+        fn: Callable[[list[Any]], list[Any]],
+        rule: Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+    ) -> list[Any]:
+        """A user's jvp rule as a ``torch.autograd.Function`` (``_custom``)."""
+        return _custom.custom_jvp(self._torch or self._engine(), fn, rule, leaves, active)
+
+    def stop_gradient(self, value: Any) -> Any:
+        """``value.detach()`` (``_custom``)."""
+        return _custom.stop_gradient(self._torch or self._engine(), value)
 
     def add_into(self, shadow: Any, grad: Any) -> None:
         """``shadow += grad`` in place, on the shadow's device (never through the host)."""

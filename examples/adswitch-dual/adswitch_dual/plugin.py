@@ -53,6 +53,7 @@ class DualBackend(BackendBase):
         compiles=False,
         forward=True,
         batching=True,
+        custom_vjp=False,  # forward only: a reverse rule (bwd) has nothing to run in
     )
     array_modules: tuple[str, ...] = ("adswitch_dual",)
 
