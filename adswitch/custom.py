@@ -19,7 +19,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,22 @@ from adswitch.selection import enclosing
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
 
 _NUMBERS = (bool, int, float, complex, np.generic)
+
+# The rules whose primal code (f, fwd, a jvp rule) is running now. A rule called again
+# from there -- `fwd` computing `out = f(x)`, as in jax's examples -- is its plain
+# function: there it computes a value, and the rule is already being applied.
+_running: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "adswitch_running_rules", default=frozenset()
+)
+
+
+@contextlib.contextmanager
+def _primal(rule: object) -> Iterator[None]:
+    token = _running.set(_running.get() | {id(rule)})
+    try:
+        yield
+    finally:
+        _running.reset(token)
 
 
 def _engines_with(hook: str) -> str:
@@ -132,7 +150,8 @@ class _Rule:
         key = split.key()
         if key is not None and key in self._out_structure:
             return self._out_structure[key]
-        td = trees.flatten(self.fun(*split.all_args(leaves)))[1]
+        with _primal(self):
+            td = trees.flatten(self.fun(*split.all_args(leaves)))[1]
         if key is not None:
             self._out_structure[key] = td
         return td
@@ -174,7 +193,7 @@ class custom_vjp(_Rule):
 
     def __call__(self, *args: Any) -> Any:
         engine = enclosing()
-        if engine is None:
+        if engine is None or id(self) in _running.get():
             return self.fun(*args)
         if self.fwd is None or self.bwd is None:
             raise UsageError(
@@ -188,12 +207,14 @@ class custom_vjp(_Rule):
         out_td: list[trees.TreeDef] = []  # set by fn or fwd, read by bwd
 
         def fn(leaves: list[Any]) -> list[Any]:
-            out_leaves, td = trees.flatten(self.fun(*split.all_args(leaves)))
+            with _primal(self):
+                out_leaves, td = trees.flatten(self.fun(*split.all_args(leaves)))
             out_td[:] = [td]
             return out_leaves
 
         def fwd(leaves: list[Any]) -> tuple[list[Any], Any]:
-            pair = user_fwd(*split.all_args(leaves))
+            with _primal(self):
+                pair = user_fwd(*split.all_args(leaves))
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise UsageError(
                     f"{self._name()}: fwd returned {describe(pair)}; it must return a pair "
@@ -296,7 +317,7 @@ class custom_jvp(_Rule):
 
     def __call__(self, *args: Any) -> Any:
         engine = enclosing()
-        if engine is None:
+        if engine is None or id(self) in _running.get():
             return self.fun(*args)
         if self.rule is None:
             raise UsageError(
@@ -310,17 +331,19 @@ class custom_jvp(_Rule):
         out_td: list[trees.TreeDef] = []
 
         def fn(leaves: list[Any]) -> list[Any]:
-            out_leaves, td = trees.flatten(self.fun(*split.all_args(leaves)))
+            with _primal(self):
+                out_leaves, td = trees.flatten(self.fun(*split.all_args(leaves)))
             out_td[:] = [td]
             return out_leaves
 
         def rule(leaves: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
             tangents = [_zeros(x) if t is None else t for x, t in zip(leaves, tangents)]
-            got = user_rule(
-                *split.nondiff_args,
-                tuple(split.diff_args(leaves)),
-                tuple(split.diff_args(tangents)),
-            )
+            with _primal(self):
+                got = user_rule(
+                    *split.nondiff_args,
+                    tuple(split.diff_args(leaves)),
+                    tuple(split.diff_args(tangents)),
+                )
             if not isinstance(got, tuple) or len(got) != 2:
                 raise UsageError(
                     f"{self._name()}: the jvp rule returned {describe(got)}; it must "

@@ -50,6 +50,11 @@ class UnsupportedError(AdswitchError, NotImplementedError):
     """The engine does not support this operation or case (and declared so)."""
 
 
+class NoForwardRuleError(UnsupportedError):
+    """Forward mode met an ``ad.custom_vjp`` rule, which defines no pushforward (define
+    ``ad.custom_jvp``). ``hessian``/``hvp`` catch it and go reverse-over-reverse."""
+
+
 class UsageError(AdswitchError, ValueError):
     """A keyword argument of an adswitch call has a value it cannot take (the message
     lists the values it can)."""

@@ -9,6 +9,8 @@ basis: one engine call for the whole matrix.
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -16,7 +18,7 @@ from adswitch import derive, selection, trees
 from adswitch.accepts import check_flag
 from adswitch.bases import Layout, basis, block
 from adswitch.call import Started, running, start
-from adswitch.errors import UnsupportedError
+from adswitch.errors import NoForwardRuleError, UnsupportedError
 from adswitch.namespace import array_namespace
 from adswitch.outputs import LossFunction, Outputs
 from adswitch.plan import CONST, Plan
@@ -102,10 +104,44 @@ def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = N
     return run_hessian(start(f, args, backend, "hessian", duplicated_ok=False), f)
 
 
+# The functions whose forward-over-reverse met an ``ad.custom_vjp`` (which has no
+# pushforward): their second derivatives go reverse-over-reverse, where ``bwd`` is
+# differentiated in turn, from then on without trying forward mode first.
+_met_vjp_rule: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _strategy(engine: Backend, operator: str, f: Callable[..., Any]) -> str:
+    strategy = _second_order_strategy(engine, operator)
+    try:
+        if strategy == "forward-over-reverse" and f in _met_vjp_rule:
+            return "reverse-over-reverse"
+    except TypeError:  # not weakly referable: try forward mode every time
+        pass
+    return strategy
+
+
+def _remember_vjp_rule(f: Callable[..., Any]) -> None:
+    with contextlib.suppress(TypeError):  # not weakly referable: not remembered
+        _met_vjp_rule[f] = True
+
+
 def run_hessian(started: Started, f: Callable[..., Any]) -> Any:
-    """:func:`hessian` on a started call (also the run of a prepared one)."""
+    """:func:`hessian` on a started call (also the run of a prepared one).
+
+    Forward-over-reverse that meets an ``ad.custom_vjp`` (a ``NoForwardRuleError``) runs
+    again reverse-over-reverse: ``f`` runs once more that first time."""
+    strategy = _strategy(started.engine, "hessian", f)
+    if strategy == "forward-over-reverse":
+        try:
+            return _hessian(started, f, strategy)
+        except NoForwardRuleError:
+            _remember_vjp_rule(f)
+            strategy = "reverse-over-reverse"
+    return _hessian(started, f, strategy)
+
+
+def _hessian(started: Started, f: Callable[..., Any], strategy: str) -> Any:
     plan, engine, depth, _, _ = started
-    strategy = _second_order_strategy(engine, "hessian")
     inner = GradientFunction(engine, f, plan)
     info = started.info(f, "hessian", ("hessian", strategy), outputs=False)
     info = derive.with_batched(info, True)
@@ -209,9 +245,22 @@ def hvp(
 
 
 def run_hvp(started: Started, f: Callable[..., Any], tangents: Any, zero: bool) -> tuple[Any, ...]:
-    """:func:`hvp` on a started call (also the run of a prepared one)."""
+    """:func:`hvp` on a started call (also the run of a prepared one); an ``ad.custom_vjp``
+    met by forward-over-reverse as in :func:`run_hessian`."""
+    strategy = _strategy(started.engine, "hvp", f)
+    if strategy == "forward-over-reverse":
+        try:
+            return _hvp(started, f, tangents, zero, strategy)
+        except NoForwardRuleError:
+            _remember_vjp_rule(f)
+            strategy = "reverse-over-reverse"
+    return _hvp(started, f, tangents, zero, strategy)
+
+
+def _hvp(
+    started: Started, f: Callable[..., Any], tangents: Any, zero: bool, strategy: str
+) -> tuple[Any, ...]:
     plan, engine, depth, _, _ = started
-    strategy = _second_order_strategy(engine, "hvp")
     per_leaf = tangents_per_leaf(plan, tangents)
     inner = GradientFunction(engine, f, plan)
     info = started.info(f, "hvp", ("hvp", strategy), outputs=False)

@@ -161,6 +161,11 @@ CASES = [
           "diag(clip(W)) (each row's cotangent clipped)", lambda x: R.clip_grad(x) * _w(x),
           lambda: (arr(712, 4),), entry="jacobian", mode="reverse",
           closed_form=lambda x: (np.diag(np.clip(W, -1.0, 1.0)),), requires=VJP),
+    _case("clip_gradient_jacobian_forward", "forward jacobian through the clipping rule: a "
+          "vjp rule has no pushforward -- transposing bwd would give diag(W) unclipped, so "
+          "UnsupportedError naming custom_jvp", lambda x: R.clip_grad(x) * _w(x),
+          lambda: (arr(712, 4),), entry="jacobian", mode="forward", raises=UnsupportedError,
+          requires=VJP),
     _case("clip_gradient_tied", "one array at two places, each through the clipping rule: "
           "the sum of both rules' results at the first, None at the second",
           lambda a, b: _xp(a).sum(R.clip_grad(a) * _w(a) + R.clip_grad(b) * _w(b) * 2.0),

@@ -31,7 +31,7 @@ from typing import Any, cast
 import numpy as np
 from autograd.extend import defjvp_argnums, defvjp_argnums, primitive, vspace
 
-from adswitch.errors import UnsupportedError
+from adswitch.errors import NoForwardRuleError
 from adswitch.spec import CallInfo, OutputFn
 
 from . import reverse
@@ -90,7 +90,7 @@ def custom_vjp(
         return pull
 
     def refuse(*_: Any) -> Any:
-        raise UnsupportedError(NO_FORWARD)
+        raise NoForwardRuleError(NO_FORWARD)
 
     defvjp_argnums(rule_call, vjp_maker)
     defjvp_argnums(rule_call, refuse)

@@ -27,12 +27,14 @@ runs as a loop (``_pull``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from adswitch.errors import UnsupportedError
+from adswitch.errors import NoForwardRuleError
 
-__all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
+__all__ = ["custom_jvp", "custom_vjp", "stop_gradient", "transposing"]
 
 NO_FORWARD = (
     "torch: custom_vjp has no forward-mode rule (ad.jvp, ad.derivative and forward-mode "
@@ -41,6 +43,24 @@ NO_FORWARD = (
 )
 
 _functions: dict[str, Any] = {}
+
+# Set while ``_forward`` takes the derivative of a pullback along its cotangent (J t as
+# the transpose of u -> J^T u): a ``bwd`` met there would be transposed, which is the
+# Jacobian only for a ``bwd`` linear in its cotangent -- a clipped gradient would come
+# out unclipped. A vjp rule has no forward-mode rule, so that is refused.
+_transposing: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "adswitch_torch_transposing", default=False
+)
+
+
+@contextlib.contextmanager
+def transposing() -> Iterator[None]:
+    """The pullbacks run inside are transposed (forward mode by reverse; see above)."""
+    token = _transposing.set(True)
+    try:
+        yield
+    finally:
+        _transposing.reset(token)
 
 
 def _tensors(torch: Any, leaves: Sequence[Any]) -> list[Any]:
@@ -102,6 +122,8 @@ def _vjp_function(torch: Any) -> Any:
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
+            if _transposing.get():
+                raise NoForwardRuleError(NO_FORWARD)
             _, fwd, bwd = ctx.spec
             leaves = _restore(ctx)
             residuals = ctx.residuals
@@ -117,7 +139,7 @@ def _vjp_function(torch: Any) -> Any:
 
         @staticmethod
         def jvp(ctx: Any, *tangents: Any) -> Any:
-            raise UnsupportedError(NO_FORWARD)
+            raise NoForwardRuleError(NO_FORWARD)
 
     return CustomVjp
 

@@ -38,6 +38,7 @@ from adswitch.spec import CallInfo, OutputFn
 from . import _distributed
 from ._backward import Passes
 from ._convert import to_caller_kind
+from ._custom import transposing
 from ._foreign import to_jax
 from ._modes import forward, traced
 from ._pull import batched_pull, translated_backward
@@ -159,7 +160,8 @@ def _by_reverse(
         outs = [diffs[k] for k in which]
         probes = [torch.zeros_like(y, requires_grad=True) for y in outs]
         try:
-            pulled = passes.pull(outs, probes, t.inputs, True, True, t.plain)  # J^T u, linear in u
+            with transposing():  # J^T u, linear in u
+                pulled = passes.pull(outs, probes, t.inputs, True, True, t.plain)
             used = [(g, v) for g, v in zip(pulled, given) if g is not None and g.requires_grad]
             if used:
                 gs, vs = [g for g, _ in used], [v for _, v in used]

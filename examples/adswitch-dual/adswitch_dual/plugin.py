@@ -84,6 +84,25 @@ class DualBackend(BackendBase):
 
         return jvp(fn, leaves, active, tangents, info)
 
+    # User rules (``adswitch.custom``): a jvp rule per tangent direction; a vjp rule has
+    # nothing to run in here and is refused; stop_gradient drops the tangents.
+    def custom_jvp(self, fn: Any, rule: Any, leaves: Sequence[Any], active: Sequence[bool]) -> Any:
+        from adswitch_dual.custom import custom_jvp
+
+        return custom_jvp(fn, rule, leaves, active)
+
+    def custom_vjp(
+        self, fn: Any, fwd: Any, bwd: Any, leaves: Sequence[Any], active: Sequence[bool]
+    ) -> Any:
+        from adswitch_dual.custom import custom_vjp
+
+        return custom_vjp(fn, fwd, bwd, leaves, active)
+
+    def stop_gradient(self, value: Any) -> Any:
+        from adswitch_dual.custom import stop_gradient
+
+        return stop_gradient(value)
+
 
 @hookimpl
 def adswitch_backend() -> Backend:
