@@ -19,9 +19,8 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,13 +42,20 @@ _running: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
 )
 
 
-@contextlib.contextmanager
-def _primal(rule: object) -> Iterator[None]:
-    token = _running.set(_running.get() | {id(rule)})
-    try:
-        yield
-    finally:
-        _running.reset(token)
+class _primal:
+    """``with _primal(rule):`` -- ``rule``'s primal code runs (a plain class: this is on
+    every rule call's path, where a generator-based context manager costs more)."""
+
+    __slots__ = ("rule", "token")
+
+    def __init__(self, rule: object) -> None:
+        self.rule = rule
+
+    def __enter__(self) -> None:
+        self.token = _running.set(_running.get() | {id(self.rule)})
+
+    def __exit__(self, *exc: object) -> None:
+        _running.reset(self.token)
 
 
 def _engines_with(hook: str) -> str:
@@ -107,7 +113,12 @@ class _Split:
     def diff_args(self, leaves: Sequence[Any]) -> list[Any]:
         out, start = [], 0
         for td, n in zip(self.treedefs, self.counts):
-            out.append(trees.unflatten(td, list(leaves[start : start + n])))
+            # (a bare leaf, the common argument, skips the unflatten)
+            out.append(
+                leaves[start]
+                if td is None
+                else trees.unflatten(td, list(leaves[start : start + n]))
+            )
             start += n
         return out
 
@@ -156,9 +167,9 @@ class _Rule:
             self._out_structure[key] = td
         return td
 
-    def _check_out(self, split: _Split, leaves: Sequence[Any], out: Any, who: str) -> tuple[
-        list[Any], trees.TreeDef
-    ]:
+    def _check_out(
+        self, split: _Split, leaves: Sequence[Any], out: Any, who: str
+    ) -> tuple[list[Any], trees.TreeDef]:
         out_leaves, td = trees.flatten(out)
         f_td = self._f_structure(split, leaves)
         if td != f_td and trees.reorder(f_td, td) is None:
@@ -181,10 +192,18 @@ class custom_vjp(_Rule):
 
     kind = "custom_vjp"
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        nondiff_argnums: Sequence[int] = (),
+        *,
+        host: bool = False,
+        out_shape: Any = None,
+    ) -> None:
         super().__init__(fun, nondiff_argnums)
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
+        self.host, self.out_shape = host, out_shape  # host=True: adswitch.host_rules
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         if not callable(fwd) or not callable(bwd):
@@ -200,6 +219,10 @@ class custom_vjp(_Rule):
                 f"{self._name()} is differentiated but defvjp was never called: call "
                 f"{self.__name__}.defvjp(fwd, bwd) before using it."
             )
+        if self.host:
+            from adswitch.host_rules import call_vjp
+
+            return call_vjp(self, engine, args, self.out_shape)
         hook = _hook(engine, "custom_vjp", self._name())
         split = _Split(args, self.nondiff_argnums, self._name())
         active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
@@ -270,14 +293,16 @@ class custom_vjp(_Rule):
                 for j, i in enumerate(order):
                     ordered[i] = ct_leaves[j]
                 ct_leaves = ordered
-            paths = trees.leaf_paths(td, f"args[{pos}]")
-            for path, leaf, c in zip(paths, leaves, ct_leaves):
-                flat.append(self._check_leaf(path, pos, leaf, c))
+            for j, (leaf, c) in enumerate(zip(leaves, ct_leaves)):
+                flat.append(self._check_leaf(td, j, pos, leaf, c))
         return flat
 
-    def _check_leaf(self, path: str, pos: int, leaf: Any, ct: Any) -> Any:
+    def _check_leaf(self, td: trees.TreeDef, index: int, pos: int, leaf: Any, ct: Any) -> Any:
         if ct is None or leaf_kind(leaf) != "f":
             return None  # integer/bool/constant leaves take no cotangent
+        if leaf_kind(ct) == "f" and np.shape(leaf) == getattr(ct, "shape", ()):
+            return ct
+        path = trees.leaf_path(td, f"args[{pos}]", index)  # (built for the message only)
         if leaf_kind(ct) != "f":
             raise UsageError(
                 f"{self._name()}: bwd's cotangent at {path} (argument {pos}) is "
@@ -305,9 +330,17 @@ class custom_jvp(_Rule):
 
     kind = "custom_jvp"
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        nondiff_argnums: Sequence[int] = (),
+        *,
+        host: bool = False,
+        out_shape: Any = None,
+    ) -> None:
         super().__init__(fun, nondiff_argnums)
         self.rule: Callable[..., Any] | None = None
+        self.host, self.out_shape = host, out_shape  # host=True: adswitch.host_rules
 
     def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(rule):
@@ -324,6 +357,10 @@ class custom_jvp(_Rule):
                 f"{self._name()} is differentiated but defjvp was never called: call "
                 f"{self.__name__}.defjvp(rule) before using it."
             )
+        if self.host:
+            from adswitch.host_rules import call_jvp
+
+            return call_jvp(self, engine, args, self.out_shape)
         hook = _hook(engine, "custom_jvp", self._name())
         split = _Split(args, self.nondiff_argnums, self._name())
         active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
@@ -372,14 +409,14 @@ class custom_jvp(_Rule):
             for j, i in enumerate(order):
                 ordered[i] = t_leaves[j]
             t_leaves = ordered
-        paths = trees.leaf_paths(td, "out")
         result = []
-        for path, o, tl in zip(paths, out_leaves, t_leaves):
+        for j, (o, tl) in enumerate(zip(out_leaves, t_leaves)):
             if tl is None:
                 result.append(_zeros(o))
                 continue
             want, have = tuple(np.shape(o)), tuple(getattr(tl, "shape", ()))
             if want != have:
+                path = trees.leaf_path(td, "out", j)
                 raise UsageError(
                     f"{self._name()}: the jvp rule's tangent at {path} has shape {have} "
                     f"but the output there has shape {want}; return tangents shaped like "

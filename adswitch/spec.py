@@ -171,6 +171,9 @@ class Capabilities:
             raises ``UnsupportedError`` there instead.
         custom_vjp: ``ad.custom_vjp`` rules are honoured (their ``bwd`` runs in reverse
             mode); ``False`` (a forward-only engine): such a rule is an ``UnsupportedError``.
+        rules: ``ad.custom_jvp`` and ``ad.stop_gradient`` are honoured (the engine
+            implements their hooks); ``False`` (finite differences, which only see
+            ``f``'s values): they are an ``UnsupportedError``.
     """
 
     nested: bool = False
@@ -188,6 +191,7 @@ class Capabilities:
     accuracy: float | None = None
     kinks: bool = True
     custom_vjp: bool = True
+    rules: bool = True
 
 
 class CallInfo(NamedTuple):

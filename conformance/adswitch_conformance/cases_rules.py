@@ -5,7 +5,8 @@ plain function outside an adswitch call); where it differs on purpose (a clipped
 cotangent, a straight-through estimator, a halved tangent) the reference is the RULE's
 result in closed form -- the function's own derivative there would be a silent error.
 ``custom_vjp`` needs reverse mode: a forward-only engine (dual) refuses it, as declared
-by ``Capabilities.custom_vjp``. The rules themselves live in :mod:`.rule_functions`.
+by ``Capabilities.custom_vjp``; an engine that honours no rule (finite differences:
+``Capabilities.rules``) refuses every case. The rules themselves live in :mod:`.rule_functions`.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def _sg_jac(x: Any) -> tuple[Any, ...]:
 
 
 def _case(name: str, what: str, fn: Any, make: Any, **kw: Any) -> Case:
+    # Every case uses a rule: an engine that honours none (finite differences) refuses.
+    kw["requires"] = ("rules", *kw.get("requires", ()))
     return Case(f"rules.{name}", F, what, fn, make, **kw)
 
 

@@ -31,6 +31,10 @@ class FiniteDifferenceBackend(BackendBase):
         extensions=("linalg", "fft"),
         accuracy=ACCURACY,
         kinks=False,  # kinks, ties and jumps are detected and refused
+        # A rule's derivative is not f's: differences of f would silently ignore it, so
+        # no rule hook is implemented and ad.custom_vjp/custom_jvp/stop_gradient refuse.
+        custom_vjp=False,
+        rules=False,
     )
 
     def version(self) -> str:
