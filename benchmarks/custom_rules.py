@@ -186,12 +186,16 @@ def contenders(engine: str, workload: str) -> dict[str, Callable[[], Any]]:
         t_lse, t_layer = torch_rules(xp=False)
         theirs = build(t_lse if workload == "tiny" else t_layer)
         targs = [
-            {k: torch.as_tensor(v) for k, v in a.items()} if isinstance(a, dict)
-            else torch.as_tensor(a) for a in args
+            {k: torch.as_tensor(v) for k, v in a.items()}
+            if isinstance(a, dict)
+            else torch.as_tensor(a)
+            for a in args
         ]
         out["engine rule in ad"] = lambda: ad.gradient(same, *args, backend="torch")
-        wrt = [v.detach().requires_grad_() for v in (
-            targs[0].values() if workload == "mlp" else targs[:1])]
+        wrt = [
+            v.detach().requires_grad_()
+            for v in (targs[0].values() if workload == "mlp" else targs[:1])
+        ]
 
         def direct() -> Any:
             if workload == "tiny":
@@ -227,8 +231,13 @@ def main(engines: list[str]) -> None:
                 cells.append("-" if t is None else f"{fmt_seconds(t)} ({ours / t:.2f}x)")
             rows.append(cells)
     print_table(
-        ["engine", "workload", "ad.custom_vjp", "engine rule in ad (ratio)",
-         "engine direct (ratio)"],
+        [
+            "engine",
+            "workload",
+            "ad.custom_vjp",
+            "engine rule in ad (ratio)",
+            "engine direct (ratio)",
+        ],
         rows,
     )
 
