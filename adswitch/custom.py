@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from adswitch import trees
+from adswitch.activity import Active, Const, Duplicated
 from adswitch.errors import UnsupportedError, UsageError
 from adswitch.leaves import describe, is_array, leaf_kind
 from adswitch.selection import enclosing
@@ -33,6 +34,7 @@ from adswitch.selection import enclosing
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
 
 _NUMBERS = (bool, int, float, complex, np.generic)
+_WRAPPERS = (Active, Const, Duplicated)
 
 # The rules whose primal code (f, fwd, a jvp rule) is running now. A rule called again
 # from there -- `fwd` computing `out = f(x)`, as in jax's examples -- is its plain
@@ -88,6 +90,15 @@ def _check_argnums(nondiff_argnums: Sequence[int]) -> tuple[int, ...]:
     return nums
 
 
+def _refuse_wrapper(name: str, path: str, wrapper: Any) -> None:
+    kind = type(wrapper).__name__
+    raise UsageError(
+        f"{name}: {path} is an ad.{kind} wrapper. Activity wrappers mark the arguments of "
+        f"an operator call (ad.gradient(f, ad.{kind}(...))), not of a rule inside f: "
+        f"pass the array itself (a rule differentiates what the enclosing call does)."
+    )
+
+
 class _Split:
     """One call's arguments: the nondiff ones as given, the others flattened."""
 
@@ -106,6 +117,9 @@ class _Split:
         self.counts: list[int] = []
         for i in self.positions:
             leaves, td = trees.flatten(args[i])
+            for j, leaf in enumerate(leaves):
+                if isinstance(leaf, _WRAPPERS):
+                    _refuse_wrapper(name, trees.leaf_path(td, f"args[{i}]", j), leaf)
             self.leaves.extend(leaves)
             self.treedefs.append(td)
             self.counts.append(len(leaves))

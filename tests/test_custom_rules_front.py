@@ -154,3 +154,24 @@ def test_dual_rules() -> None:
     np.testing.assert_allclose(np.asarray(jac), np.diag(X + np.cos(X)), rtol=1e-12)
     with pytest.raises(NoForwardRuleError, match="custom_jvp"):
         ad.gradient(lse, X, backend="dual")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_activity_wrapper_passed_to_a_rule_is_refused(engine: str) -> None:
+    from adswitch.errors import UsageError
+
+    def f(x: Any) -> Any:
+        return lse(ad.Duplicated(x, x * 0.0))
+
+    with pytest.raises(UsageError, match=r"args\[0\] is an ad.Duplicated wrapper.*pass the array"):
+        ad.gradient(f, X, backend=engine)
+
+    @ad.custom_jvp
+    def tree_rule(p: Any) -> Any:
+        return p["w"] * 1.0
+
+    tree_rule.defjvp(lambda primals, tangents: (primals[0]["w"] * 1.0, tangents[0]["w"]))
+    with pytest.raises(UsageError, match=r"args\[0\]\['w'\] is an ad.Const wrapper"):
+        ad.gradient(
+            lambda x: ad.array_namespace(x).sum(tree_rule({"w": ad.Const(x)})), X, backend=engine
+        )

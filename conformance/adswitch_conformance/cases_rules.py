@@ -291,6 +291,10 @@ CASES = [
           lambda x: _xp(x).sum(R.undefined(x)), lambda: (arr(775, 3),), raises=AdswitchError),
     _case("error_jvp_rule_structure", "a jvp rule whose tangent is a tuple for an array out",
           lambda x: _xp(x).sum(R.bad_rule(x)), lambda: (arr(776, 3),), raises=AdswitchError),
+    _case("error_wrapper_in_rule", "a rule called with an ad.Duplicated argument inside f: "
+          "UsageError (wrappers mark an operator's arguments; pass the array)",
+          lambda x: R.logsumexp(ad.Duplicated(x, x * 0.0)), lambda: (arr(778, 3),),
+          raises=UsageError),
     _case("error_stop_gradient_string", "stop_gradient of a tree holding a str: UsageError "
           "naming its key path", lambda x: _xp(x).sum(ad.stop_gradient({"x": x, "t": "s"})["x"]),
           lambda: (arr(777, 3),), raises=UsageError),
