@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.api import WithGradient, gradient, withgradient
+from adswitch.checkpointing import checkpoint
 from adswitch.custom import custom_jvp, custom_vjp, stop_gradient
 from adswitch.destructure import destructure
+from adswitch.differentiate_with import differentiate_with
 from adswitch.errors import (
     ActivityError,
     AdswitchError,
@@ -65,8 +67,10 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "backends",
+    "checkpoint",
     "derivative",
     "destructure",
+    "differentiate_with",
     "gradient",
     "hessian",
     "hvp",

@@ -40,6 +40,7 @@ from adswitch.derive_support import (
 from adswitch.errors import UnsupportedError
 from adswitch.namespace import array_namespace
 from adswitch.spec import PRIMITIVES, Backend, CallInfo, LossFn, OutputFn, Pullback, SeedFn
+from adswitch.zero_safe import matmul_zero_safe
 
 __all__ = [
     "Replay",
@@ -205,10 +206,10 @@ def _vjp_by_columns(
             flat_col = xp.reshape(col, (layout.total, -1))  # (n, m_k)
             u = xp.asarray(u)
             flat_u = xp.reshape(u, (-1, flat_col.shape[1])) if batched else xp.reshape(u, (-1, 1))
-            part = (
-                xp.matmul(flat_u, xp.matrix_transpose(flat_col))
+            part = (  # (a zero cotangent times an infinite entry: 0, never nan)
+                matmul_zero_safe(xp, flat_u, xp.matrix_transpose(flat_col))
                 if batched
-                else xp.reshape(xp.matmul(flat_col, flat_u), (-1,))
+                else xp.reshape(matmul_zero_safe(xp, flat_col, flat_u), (-1,))
             )
             total = part if total is None else total + part
         grads: list[Any | None] = [None] * len(leaves)
@@ -284,10 +285,12 @@ def jvp(
             continue
         flat_r = xp.reshape(r, (out_layout.total, -1))  # (m, n_u)
         t = xp.asarray(t)
-        if info.batched:
-            part = xp.matmul(xp.reshape(t, (t.shape[0], -1)), xp.matrix_transpose(flat_r))
+        if info.batched:  # (a zero tangent times an infinite entry: 0, never nan)
+            part = matmul_zero_safe(
+                xp, xp.reshape(t, (t.shape[0], -1)), xp.matrix_transpose(flat_r)
+            )
         else:
-            part = xp.reshape(xp.matmul(flat_r, xp.reshape(t, (-1, 1))), (-1,))
+            part = xp.reshape(matmul_zero_safe(xp, flat_r, xp.reshape(t, (-1, 1))), (-1,))
         total = part if total is None else total + part
     out_tangents = []
     for k, y in enumerate(diffs):

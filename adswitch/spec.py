@@ -81,6 +81,7 @@ from adswitch.errors import UnsupportedError
 # numpy's dtype limits as the Array API states them, the linalg refusal messages),
 # re-exported here: plugins import everything they use of adswitch from this module.
 from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
+from adswitch.leaves import leaf_kind
 from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
 from adswitch.linalg_refusals import LINALG_REFUSALS, known_linalg_refusal, linalg_refusal
 from adswitch.locking import restorable, same_contents
@@ -114,6 +115,7 @@ __all__ = [
     "array_methods",
     "implements",
     "known_linalg_refusal",
+    "leaf_kind",
     "linalg_refusal",
     "missing_function",
     "numpy_finfo",
@@ -359,6 +361,16 @@ class Backend(Protocol):
       ``custom_vjp``.
     - ``stop_gradient(value) -> value``: one owned floating leaf, held constant in every
       mode and order (detach).
+
+    Optional hook for rematerialisation (``ad.checkpoint``; see ``adswitch.checkpointing``):
+
+    - ``checkpoint(fn, leaves, active) -> list``: the output leaves of ``fn(leaves)``,
+      computed so that the backward pass runs ``fn`` again at the saved *inputs* instead
+      of keeping its intermediates (``jax.checkpoint``, ``torch.utils.checkpoint``).
+      Every operator must give the numbers of ``fn`` itself: reverse, forward, batched,
+      nested (when the backward pass is differentiated, the recomputation must be too),
+      prepared calls. Unlike the rule hooks, an engine without it is not refused: the
+      front end runs ``f`` plainly, since checkpointing only saves memory.
     """
 
     name: str

@@ -143,7 +143,7 @@ def autograd_rules(xp: bool) -> tuple[Any, Any]:
     import autograd.numpy as anp
     from autograd.extend import defvjp, primitive
 
-    @primitive
+    @primitive  # type: ignore[untyped-decorator]
     def a_lse(x: Any) -> Any:
         if xp:
             return lse.fun(x)
@@ -152,7 +152,7 @@ def autograd_rules(xp: bool) -> tuple[Any, Any]:
 
     defvjp(a_lse, lambda out, x: lambda ct: _lse_bwd((x, out), ct)[0])
 
-    @primitive
+    @primitive  # type: ignore[untyped-decorator]
     def a_layer(x: Any, W: Any, b: Any) -> Any:
         return layer.fun(x, W, b) if xp else anp.tanh(x @ W + b)
 
@@ -185,7 +185,7 @@ def contenders(engine: str, workload: str) -> dict[str, Callable[[], Any]]:
         same = build(t_lse if workload == "tiny" else t_layer)
         t_lse, t_layer = torch_rules(xp=False)
         theirs = build(t_lse if workload == "tiny" else t_layer)
-        targs = [
+        targs: list[Any] = [
             {k: torch.as_tensor(v) for k, v in a.items()}
             if isinstance(a, dict)
             else torch.as_tensor(a)
@@ -197,12 +197,14 @@ def contenders(engine: str, workload: str) -> dict[str, Callable[[], Any]]:
             for v in (targs[0].values() if workload == "mlp" else targs[:1])
         ]
 
+        run: Any = theirs
+
         def direct() -> Any:
             if workload == "tiny":
-                value = theirs(wrt[0])
+                value = run(wrt[0])
             else:
                 p = dict(zip(targs[0], wrt))
-                value = theirs(p, targs[1], targs[2])
+                value = run(p, targs[1], targs[2])
             return torch.autograd.grad(value, wrt)
 
         out["engine direct"] = direct

@@ -41,6 +41,8 @@ FAMILIES = (
     "operators",
     "linalg",
     "rules",
+    "checkpoint",
+    "host",
 )
 """Catalogue families in the order the reports list them."""
 

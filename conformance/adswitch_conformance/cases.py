@@ -19,6 +19,8 @@ def catalogue() -> list[Case]:
     from . import (
         cases_activity,
         cases_basics,
+        cases_checkpoint,
+        cases_host,
         cases_hygiene,
         cases_kinks,
         cases_linalg,
@@ -56,6 +58,8 @@ def catalogue() -> list[Case]:
         cases_linalg_factorizations,
         cases_linalg_degenerate,
         cases_rules,
+        cases_checkpoint,
+        cases_host,
     ):
         if module in linalg:
             cases.extend(

@@ -5,7 +5,8 @@ the symmetric difference quotient (the README's table): abs'(0) = 0, sign' = 0, 
 bound 1/2 to ``x`` and 1/2 to a differentiated bound, maximum/minimum ties 1/2 each, k tied
 extrema of a max/min reduction 1/k each, sort's tied entries the mean of the tied places'
 cotangents, floor/ceil/round/trunc 0, where the selected branch, the 2-norm's gradient at 0
-the zero vector, sqrt'(0) = +inf (never nan), ``x ** p`` at 0 by ``p * 0 ** (p - 1)``.
+the zero vector, sqrt'(0) = +inf (never nan), ``x ** p`` at 0 by ``p * 0 ** (p - 1)``;
+and a zero seed (cotangent or tangent) times an infinite slope contributes exactly 0.
 Second derivatives are the symmetric limits too (0 for the piecewise linear kinks). Each
 point runs through ``gradient`` (reverse), ``jacobian(mode="forward")`` and, where the
 second derivative is defined, ``hessian``; ``--prepared`` runs them prepared.
@@ -103,9 +104,36 @@ def _pow(x: Any) -> Any:
     return xp.sum(xp.pow(x, 0.0) + xp.pow(x, 1.0) + xp.pow(x, 2.0))
 
 
+def _sqrt_vec(x: Any) -> Any:
+    return ad.array_namespace(x).sqrt(x)
+
+
+def _pow_half_vec(x: Any) -> Any:
+    return ad.array_namespace(x).pow(x, 0.5)
+
+
+def _pow_third_vec(x: Any) -> Any:
+    return ad.array_namespace(x).pow(x, 1.0 / 3.0)
+
+
+def _acos_vec(x: Any) -> Any:
+    return ad.array_namespace(x).acos(x)
+
+
+def _sqrt_weighted(x: Any) -> Any:
+    xp = ad.array_namespace(x)
+    return xp.sum(xp.sqrt(x) * xp.asarray(np.array([0.0, 1.0, 2.0]), dtype=x.dtype))
+
+
+def _sqrt_hessian_fn(x: Any) -> Any:
+    xp = ad.array_namespace(x)
+    w = xp.asarray(np.array([1.0, 0.0, 2.0]))
+    return xp.sum(xp.sqrt(x) * w) + xp.sum(xp.pow(x, 0.5) * w)
+
+
 def _check_sqrt(grads: Any, x: Any) -> str | None:
-    # sqrt'(0) + (x ** 0.5)'(0): +inf (one-sided; never nan). A 0-d point: in a vector
-    # [0, 4] a forward sweep's tangent 0 times the slope inf is nan (a documented limit).
+    # sqrt'(0) + (x ** 0.5)'(0): +inf (one-sided; never nan), at a 0-d point (the
+    # vector points, zero seeds times the infinite slope, are the SEEDS cases).
     g = np.asarray(grads[0], dtype=np.float64) if grads[0] is not None else None
     if g is None or g.shape != () or g != np.inf:
         return f"expected inf (sqrt and x ** 0.5 at 0), got {grads[0]!r}"
@@ -193,8 +221,77 @@ def _cases() -> list[Case]:
     return cases
 
 
+# Infinite slopes times ZERO seeds (issue 19): sqrt and x ** p (p < 1) at 0 in a vector.
+# A zero cotangent or tangent contributes 0 (never 0 * inf = nan): a Jacobian's
+# structurally zero entries are exactly 0, its diagonal entry at 0 is +inf.
+_INF = np.inf
+_SQRT_J = [[_INF, 0.0, 0.0], [0.0, 0.5, 0.0], [0.0, 0.0, 0.25]]  # at [0, 1, 4]
+_THIRD_J = [[_INF, 0.0], [0.0, 1.0 / 12.0]]  # d x ** (1/3) = x ** (-2/3) / 3, at [0, 8]
+# id, description, f, point, entry, closed form (the whole result), dtype requirement
+SEEDS: list[tuple[str, str, Callable[..., Any], Any, str, Any, tuple[str, ...]]] = [
+    ("sqrt_at_0_vec", "jacobian of sqrt at [0, 1, 4]: +inf at 0, exact 0 off the "
+     "diagonal (a zero seed times the infinite slope)", _sqrt_vec, _a([0.0, 1.0, 4.0]),
+     "jacobian", (np.array(_SQRT_J),), ()),
+    ("pow_half_at_0_vec", "jacobian of x ** 0.5 at [0, 1, 4]: +inf at 0, exact 0 off the "
+     "diagonal", _pow_half_vec, _a([0.0, 1.0, 4.0]), "jacobian", (np.array(_SQRT_J),), ()),
+    ("pow_third_at_0_vec", "jacobian of x ** (1/3) at [0, 8]: +inf at 0, exact 0 off the "
+     "diagonal", _pow_third_vec, _a([0.0, 8.0]), "jacobian", (np.array(_THIRD_J),), ()),
+    ("acos_at_1_vec", "jacobian of acos at [1, 0.5]: -inf at 1 (-1 / sqrt(1 - x^2)), exact 0 "
+     "off the diagonal", _acos_vec, _a([1.0, 0.5]), "jacobian",
+     (np.array([[-_INF, 0.0], [0.0, -2.0 / np.sqrt(3.0)]]),), ()),
+    ("sqrt_zero_weight", "gradient of sum(sqrt(x) * w), w = 0 where x = 0: exactly 0 "
+     "there (never nan)", _sqrt_weighted, _a([0.0, 1.0, 4.0]), "gradient",
+     (np.array([0.0, 0.5, 0.5]),), ()),
+    ("sqrt_zero_weight_float32", "float32 gradient of sum(sqrt(x) * w), w = 0 where "
+     "x = 0: exactly 0 there", _sqrt_weighted,
+     lambda: (np.array([0.0, 1.0, 4.0], dtype=np.float32),), "gradient",
+     (np.array([0.0, 0.5, 0.5]),), ("float32",)),
+]  # fmt: skip
+
+
+def _seed_cases() -> list[Case]:
+    cases = []
+    for name, what, fn, make, entry, closed, dtypes in SEEDS:
+        # (a gradient: reverse mode only; forward mode carries sqrt's tangent +inf at 0
+        # into ``* w`` with w = 0: inf * 0 = nan, a limit of forward mode, README)
+        modes = ("reverse", "forward") if entry == "jacobian" else ("auto",)
+        for mode in modes:
+            suffix = "_forward" if mode == "forward" else ""
+            cases.append(
+                Case(
+                    f"kinks.{name}{suffix}",
+                    F,
+                    what + (" (forward mode)" if suffix else ""),
+                    fn,
+                    make,
+                    entry="jacobian" if mode == "forward" else entry,
+                    mode=mode,
+                    closed_form=lambda *_, c=closed: tuple(a.copy() for a in c),
+                    requires=("kinks", *dtypes),
+                )
+            )
+    # Hessian of sum(w sqrt(x)) + sum(w x ** 0.5), w = [1, 0, 2], at [0, 1, 4]:
+    # diag(2 w * -x ** -1.5 / 4) = diag(-inf, 0, -1/8), exact 0 off the diagonal.
+    hess = np.diag([-_INF, 0.0, -0.125])
+    cases.append(
+        Case(
+            "kinks.sqrt_at_0_vec_hessian",
+            F,
+            "hessian of w-weighted sqrt and x ** 0.5 at [0, 1, 4]: -inf at 0, exact 0 "
+            "off the diagonal and where w = 0",
+            _sqrt_hessian_fn,
+            _a([0.0, 1.0, 4.0]),
+            entry="hessian",
+            closed_form=lambda *_, c=hess: ((c.copy(),),),
+            requires=(*NESTED, "kinks"),
+        )
+    )
+    return cases
+
+
 CASES = [
     *_cases(),
+    *_seed_cases(),
     Case(
         "kinks.sqrt_at_0",
         F,

@@ -180,6 +180,27 @@ class AutogradBackend(BackendBase):
 
         return _custom.stop_gradient(value)
 
+    def checkpoint(
+        self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
+    ) -> list[Any]:
+        """A primitive whose rules recompute ``fn`` (``_checkpoint``)."""
+        self._load()
+        from adswitch_autograd import _checkpoint
+
+        return _checkpoint.checkpoint(fn, leaves, active)
+
+    def to_host(self, value: Any) -> Any:
+        """A box's value as numpy for host code (``adswitch.host_rules``); ``None`` for a
+        box being traced (the rule's primitive sees plain values: a box here is a
+        nested derivative the conversion would drop)."""
+        return None if type(value) in sys.modules["autograd.tracer"].Box.types else value
+
+    def from_host(self, array: Any, like: Any) -> Any:
+        """Host code's numpy result (plain numpy is autograd's array)."""
+        import numpy
+
+        return numpy.asarray(array)
+
 
 @hookimpl
 def adswitch_backend() -> Backend:

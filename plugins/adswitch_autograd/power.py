@@ -31,6 +31,7 @@ from autograd.extend import defjvp, defvjp, primitive
 from autograd.numpy.numpy_vjps import unbroadcast_f
 from autograd.tracer import getval
 
+from ._kinks import power
 from .xp_searching import where
 from .xp_support import is_traced
 
@@ -45,7 +46,7 @@ def pow(x1: Any, x2: Any, /) -> Any:
         array([4.  , 0.25])
     """
     if not is_traced(x2):
-        return anp.power(x1, x2)
+        return power(x1, x2)  # zero seeds at an infinite slope (``_kinks``)
     if isinstance(x1, (list, tuple)):  # ``[2.0, 3.0] ** e``; entries may be traced
         x1 = anp.array(x1)
     if np.result_type(getval(x1), getval(x2)).kind != "f":

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import jax
 
-from adswitch.errors import MutationError, UnsupportedError
+from adswitch.errors import MutationError, NoForwardRuleError, UnsupportedError
 from adswitch.spec import user_line
 from adswitch_jax._conversions import NOT_USER
+from adswitch_jax._custom import NO_FORWARD, NOT_LINEAR, jvp_rules_traced
+from adswitch_jax._host import raised_in
 from adswitch_jax._linalg_checks import refusal_in
 
 __all__ = ["TRACE_FAILURES", "translate"]
@@ -25,6 +27,12 @@ TRACE_FAILURES: tuple[type[BaseException], ...] = (
 )
 
 _IMMUTABLE = "JAX arrays are immutable"
+# jax's words for a jvp through a custom_vjp, and for a transpose of a non-linear jvp rule
+_JVP_OF_VJP = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+_NO_TRANSPOSE = "Transpose rule (for reverse-mode differentiation) for"
+# jax's backward pass asserting that a bilinear op (x * y) has one linear operand: its
+# values' reprs (ValAccum/GradAccum, UndefinedPrimal in older jax) are in the message
+_BILINEAR = ("Accum(", "UndefinedPrimal(")
 _SEQUENCE = "setting an array element with a sequence"
 
 
@@ -46,6 +54,8 @@ def translate(exc: BaseException) -> BaseException | None:
         'MutationError'
     """
     text = str(exc)
+    if (host := raised_in(exc)) is not None:  # raised by host code in a callback (_host)
+        return host
     refused = refusal_in(exc)  # raised on the host by a linalg rule's check: compiled
     if refused is not None or isinstance(exc, jax.errors.JaxRuntimeError):  # (jax's error),
         return refused  # or eager (a ValueError carrying the text)
@@ -74,6 +84,14 @@ def translate(exc: BaseException) -> BaseException | None:
             "instead of numpy inside f (xp.sin, xp.asarray) -- or pass the argument as "
             "ad.Const(value) if it is not to be differentiated."
         )
+    if isinstance(exc, TypeError) and _JVP_OF_VJP in text:
+        return NoForwardRuleError(NO_FORWARD)
+    if jvp_rules_traced() and (
+        (isinstance(exc, NotImplementedError) and _NO_TRANSPOSE in text)
+        or (isinstance(exc, AssertionError) and any(s in text for s in _BILINEAR))
+    ):  # (only once a jvp rule was traced: without one these are not the user's doing)
+        detail = text.strip() if _NO_TRANSPOSE in text else "a product of two tangents"
+        return UnsupportedError(NOT_LINEAR.format(detail=detail))
     if isinstance(exc, TRACE_FAILURES):
         # Raised here only when even eager jax.value_and_grad failed: the value is one
         # being differentiated, which jax cannot hand to Python.

@@ -17,7 +17,10 @@ from adswitch.spec import CallInfo
 
 __all__ = ["ArrayImpl", "NUMERIC", "Scan", "scan", "static_token", "structure_of"]
 
-ArrayImpl = type(jax.numpy.zeros(()))
+# Made concrete even when the engine is first loaded inside a jax trace (adswitch's
+# first call of a process inside jax.jit): there jnp.zeros would give a tracer.
+with jax.ensure_compile_time_eval():
+    ArrayImpl = type(jax.numpy.zeros(()))
 NUMERIC = frozenset("biufc")
 # Any of these among the leaves turns 64-bit mode on for the call: without it jax would
 # silently compute (or truncate) them in 32 bits.

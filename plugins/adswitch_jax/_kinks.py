@@ -15,6 +15,12 @@ the ``max``/``min`` reductions (ties share evenly), ``floor``/``ceil``/``round``
   ``0 * inf = nan`` at ``b == 0``), written with this same rule, so ``x ** 1.0`` has
   second derivative 0 (jax: nan) and every order is right at ``b == 0``. Python ``int``
   exponents already go through jax's exact ``integer_pow``; array exponents keep jax's.
+* ``sqrt`` at 0, ``pow`` with a Python float ``p < 1`` at 0, ``asin``/``acos`` at +-1
+  and ``acosh`` at 1: the slope is infinite there, and jax's rules give
+  ``0 * inf = nan`` for a zero cotangent or tangent (e.g. the structurally zero entries
+  of a Jacobian). Here the tangent is a *seeded product*
+  (``_seeded``, a primitive linear in its seed whose transpose and jvp are seeded
+  products again): a zero seed contributes 0, at every order and in reverse mode.
 
 Each rule is a ``jax.custom_jvp`` (so reverse mode, ``jit``, ``vmap`` and every nested
 order go through it: its jvp computes its primal with the rule itself) whose primal is
@@ -39,9 +45,12 @@ def kink_rules(jnp: Any) -> dict[str, Callable[..., Any]]:
         jnp: ``jax.numpy``.
 
     Returns:
-        ``{"abs": ..., "absolute": ..., "sort": ..., "pow": ..., "power": ...}``.
+        ``{"abs": ..., "absolute": ..., "sort": ..., "pow": ..., "power": ...,
+        "sqrt": ..., "asin": ..., "acos": ..., "acosh": ...}``.
     """
     import jax
+
+    from adswitch_jax._seeded import seeded
 
     def real_float(x: Any) -> bool:
         dtype = getattr(x, "dtype", None)
@@ -73,8 +82,9 @@ def kink_rules(jnp: Any) -> dict[str, Callable[..., Any]]:
         if p == 0:
             return out, jnp.zeros_like(t)
         # The same rule one order down: its own p - 1 == 0 case is what keeps
-        # x ** 1.0 twice differentiable at 0.
-        return out, t * (p * _pow(base, p - 1.0))
+        # x ** 1.0 twice differentiable at 0. p < 1: the slope is infinite at 0.
+        slope = p * _pow(base, p - 1.0)
+        return out, seeded(t, slope) if p < 1 else t * slope
 
     def pow(x1: Any, x2: Any, /) -> Any:
         """``jnp.pow``; exact at ``x1 == 0`` for a Python float exponent (module doc)."""
@@ -87,6 +97,39 @@ def kink_rules(jnp: Any) -> dict[str, Callable[..., Any]]:
         if type(x2) is float and real_float(x1):
             return _pow(x1, x2)
         return jnp.power(x1, x2)
+
+    @jax.custom_jvp
+    def _sqrt(x: Any) -> Any:
+        return jnp.sqrt(x)
+
+    @_sqrt.defjvp
+    def _sqrt_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        # The slope 0.5 x ** -0.5 through _pow: its own rule seeds again (Hessians).
+        return _sqrt(x), seeded(t, 0.5 * _pow(x, -0.5))
+
+    def sqrt(x: Any, /) -> Any:
+        """``jnp.sqrt``; a zero seed contributes 0 at ``x == 0`` (module doc)."""
+        return _sqrt(x) if real_float(x) else jnp.sqrt(x)
+
+    def inverse(value: Any, inner: Callable[[Any], Any], sign: float) -> Any:
+        """``asin``/``acos``/``acosh``: slope ``sign * inner(x) ** -0.5``, infinite where
+        ``inner(x) == 0``; seeded, and through ``_pow`` (its own rule seeds again)."""
+
+        @jax.custom_jvp
+        def rule(x: Any) -> Any:
+            return value(x)
+
+        @rule.defjvp
+        def _jvp(primals: Any, tangents: Any) -> Any:
+            (x,), (t,) = primals, tangents
+            return rule(x), seeded(t, sign * _pow(inner(x), -0.5))
+
+        def call(x: Any, /) -> Any:
+            return rule(x) if real_float(x) else value(x)
+
+        call.__doc__ = f"``jnp.{value.__name__}``; zero seeds at its infinite slope."
+        return call
 
     @functools.partial(jax.custom_jvp, nondiff_argnums=(1, 2))
     def _sort(x: Any, axis: int, descending: bool) -> Any:
@@ -128,7 +171,17 @@ def kink_rules(jnp: Any) -> dict[str, Callable[..., Any]]:
         # ``stable`` only orders equal values, which the rule makes indistinguishable.
         return _sort(a, int(axis), bool(descending))
 
-    return {"abs": abs, "absolute": abs, "sort": sort, "pow": pow, "power": power}
+    return {
+        "abs": abs,
+        "absolute": abs,
+        "sort": sort,
+        "pow": pow,
+        "power": power,
+        "sqrt": sqrt,
+        "asin": inverse(jnp.asin, lambda x: 1.0 - x * x, 1.0),
+        "acos": inverse(jnp.acos, lambda x: 1.0 - x * x, -1.0),
+        "acosh": inverse(jnp.acosh, lambda x: x * x - 1.0, 1.0),
+    }
 
 
 def _tie_mean(jnp: Any, t: Any, values: Any, axis: int) -> Any:

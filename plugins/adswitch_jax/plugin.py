@@ -105,7 +105,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -216,6 +216,88 @@ class JaxBackend(BackendBase):
     ) -> tuple[list[Any], list[Any]]:
         result: tuple[list[Any], list[Any]] = self._load().jvp(fn, leaves, active, tangents, info)
         return result
+
+    def custom_vjp(
+        self,
+        fn: Callable[[list[Any]], list[Any]],
+        fwd: Callable[[list[Any]], tuple[list[Any], Any]],
+        bwd: Callable[[Any, list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+    ) -> list[Any]:
+        """A user's vjp rule as a ``jax.custom_vjp`` over the leaves (``_custom``)."""
+        self._load()
+        from adswitch_jax import _custom
+
+        return _custom.custom_vjp(fn, fwd, bwd, leaves, active)
+
+    def custom_jvp(
+        self,
+        fn: Callable[[list[Any]], list[Any]],
+        rule: Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+    ) -> list[Any]:
+        """A user's jvp rule as a ``jax.custom_jvp`` over the leaves (``_custom``)."""
+        self._load()
+        from adswitch_jax import _custom
+
+        return _custom.custom_jvp(fn, rule, leaves, active)
+
+    def stop_gradient(self, value: Any) -> Any:
+        """``jax.lax.stop_gradient`` (``_custom``)."""
+        self._load()
+        from adswitch_jax import _custom
+
+        return _custom.stop_gradient(value)
+
+    def host_custom_vjp(
+        self,
+        fwd: Callable[[list[Any]], list[Any]],
+        bwd: Callable[[list[Any], list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        specs: Sequence[Any],
+    ) -> list[Any]:
+        """``custom_vjp(host=True)``: ``jax.pure_callback`` inside a ``jax.custom_vjp``."""
+        import jax
+
+        from adswitch_jax import _host
+
+        return _host.host_custom_vjp(jax, fwd, bwd, leaves, active, specs)
+
+    def host_custom_jvp(
+        self,
+        fn: Callable[[list[Any]], list[Any]],
+        rule: Callable[[list[Any], list[Any]], tuple[list[Any], list[Any]]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        specs: Sequence[Any],
+        reverse_fix: str,
+    ) -> list[Any]:
+        """``custom_jvp(host=True)``: ``jax.pure_callback`` inside a ``jax.custom_jvp``."""
+        import jax
+
+        from adswitch_jax import _host
+
+        return _host.host_custom_jvp(jax, fn, rule, leaves, active, specs, reverse_fix)
+
+    def to_host(self, value: Any) -> Any:
+        """A concrete jax array as numpy, ``None`` for a tracer (``_host``)."""
+        import jax
+
+        from adswitch_jax import _host
+
+        return _host.to_host(jax, value)
+
+    def checkpoint(
+        self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
+    ) -> list[Any]:
+        """``jax.checkpoint`` around ``fn`` (``_checkpoint``)."""
+        self._load()
+        from adswitch_jax import _checkpoint
+
+        return _checkpoint.checkpoint(fn, leaves, active)
 
     def writable(self, value: Any) -> bool:
         # jax arrays are immutable: a Duplicated shadow must be refused before f runs.

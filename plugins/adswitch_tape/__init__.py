@@ -27,6 +27,8 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
     6. ``calls``      -- what every differentiation call does around ``f`` (trace, hand
        back, restore); ``ownership`` -- a reusable pullback's tape owns its values;
        ``engine`` -- ``value_and_grad``; ``operators`` -- ``vjp``, ``vjp_apply``, ``jvp``;
+       ``custom`` -- ``ad.custom_vjp``/``ad.custom_jvp`` as tape entries (with
+       ``custom_rows``: a user's rule row by row under a batched sweep);
     7. prepared calls, recorded once and replayed without Python (``replay``, over
        ``recordings`` -- what a prepared call keeps and checks before a replay;
        ``recorder`` -- what one run of ``f`` did, or why it cannot be replayed;

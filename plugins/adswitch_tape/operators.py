@@ -32,6 +32,7 @@ from adswitch.spec import CallInfo, OutputFn, SeedFn
 
 from .calls import Traced, TracedRun, conform, roots, unwrap
 from .core import NoTangentRule, Trace, backward_many, forward
+from .custom import transposing
 from .ownership import own, owned_output
 from .recorder import Recording, note_nested
 from .tracer import Tracer, raw
@@ -178,7 +179,8 @@ def push(
                 pushed = forward(trace, leaf_slots, seeds, wanted, nb)
             except NoTangentRule:  # (raised before the tape is touched)
                 dual = Trace()  # above every level f's values live on
-                pushed = _transposed(trace, dual, at, leaf_slots, seeds, nb)
+                with transposing():  # (a custom_vjp's bwd met there refuses)
+                    pushed = _transposed(trace, dual, at, leaf_slots, seeds, nb)
         batch = _batch_of(tangents) if nb else ()
         seen: set[int] = {id(s) for s in seeds}
         out_tangents = []

@@ -123,6 +123,44 @@ class TapeBackend(BackendBase):
 
         return like_inputs(np.array(raw(value), copy=True), True)
 
+    def checkpoint(
+        self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
+    ) -> list[Any]:
+        """``ad.checkpoint``'s hook: one tape entry that runs ``fn`` again in the backward
+        pass (``checkpoint``)."""
+        from .checkpoint import checkpoint
+
+        return checkpoint(fn, leaves, active)
+
+    def custom_vjp(
+        self, fn: Any, fwd: Any, bwd: Any, leaves: Sequence[Any], active: Sequence[bool]
+    ) -> list[Any]:
+        """``ad.custom_vjp``'s hook: one tape entry whose backward calls ``bwd`` (see
+        ``adswitch_tape.custom``)."""
+        from .custom import custom_vjp
+
+        return custom_vjp(fn, fwd, bwd, leaves, active)
+
+    def custom_jvp(
+        self, fn: Any, rule: Any, leaves: Sequence[Any], active: Sequence[bool]
+    ) -> list[Any]:
+        """``ad.custom_jvp``'s hook: one tape entry whose tangent is ``rule``'s, and whose
+        backward transposes it (see ``adswitch_tape.custom``)."""
+        from .custom import custom_jvp
+
+        return custom_jvp(fn, rule, leaves, active)
+
+    def to_host(self, value: Any) -> Any:
+        """A tape value as numpy for host code (``adswitch.host_rules``); ``None`` for a
+        value with history (a rule's hooks see raw values: history here is a nested
+        derivative the conversion would drop)."""
+        tracer, _ = _modules()
+        return None if isinstance(value, tracer) else np.asarray(value)
+
+    def from_host(self, array: Any, like: Any) -> Any:
+        """Host code's numpy result (a plain array is a constant on the tape)."""
+        return np.asarray(array)
+
 
 @functools.cache
 def _modules() -> tuple[type, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from adswitch.spec import CallInfo, LossFn
 
-from . import _distributed
+from . import _distributed, _functorch
 from ._backward import SEED_POINTERS, GradFn
 from ._convert import to_caller_kind
 from ._errors import translate_backward
@@ -45,6 +45,10 @@ def differentiate(
     Returns:
         ``(out_leaves, grads)`` as ``Backend.value_and_grad`` specifies.
     """
+    if _functorch.inside(torch):  # under torch.func: its transforms, not autograd.grad
+        if copy_saved:
+            raise _functorch.refuse_copy_saved(torch)
+        return _functorch.value_and_grad(torch, fn, leaves, active, info, strict)
     nested = info.depth > 0
     t = trace(torch, leaves, active, nested, copy_saved)
     records: list[_distributed.DDPArgument] = []

@@ -35,7 +35,7 @@ import numpy as np
 from adswitch.errors import AdswitchError, UnsupportedError
 from adswitch.spec import CallInfo, OutputFn
 
-from . import _distributed
+from . import _distributed, _functorch
 from ._backward import Passes
 from ._convert import to_caller_kind
 from ._custom import transposing
@@ -79,6 +79,10 @@ def jvp(
     """``Backend.jvp`` for torch (see the module doc)."""
     if not _LOADED:
         _load_decompositions(torch)
+    if _functorch.inside(torch):  # under torch.func: torch.func.jvp, not forward_ad
+        if copy_saved:
+            raise _functorch.refuse_copy_saved(torch)
+        return _functorch.jvp(torch, fn, leaves, active, tangents, info, strict)
     if not info.batched and not forward.depth and _LEVEL_LOCK.acquire(blocking=False):
         try:
             level = torch.autograd.forward_ad.dual_level()

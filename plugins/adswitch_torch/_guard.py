@@ -120,11 +120,18 @@ def _like(method: Any, original: Any, what: str) -> Any:
 
 
 def _guarded(torch: Any, original: Any, what: str) -> Any:
+    # a value of a torch.func transform (its jvp's tangent, vmap's batch): _functorch
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         if (
             getattr(_state, "strict", 0)
             and not getattr(_state, "printing", 0)
-            and (self.requires_grad or (forward.depth and tangent_of(torch, self) is not None))
+            and (
+                self.requires_grad
+                or (forward.depth and tangent_of(torch, self) is not None)
+                or wrapped(self)
+            )
             and (self.is_floating_point() or self.is_complex())
         ):
             raise UnsupportedError(

@@ -11,8 +11,14 @@ converges to. torch already gives it for ``abs``, ``sign``, ``maximum``/``minimu
 * ``sort``: entries tied in value share the mean of the cotangents (or tangents) at their
   sorted positions (torch's follows one permutation, so tied inputs got different,
   order-dependent derivatives).
+* ``sqrt`` at 0, ``pow(x, p)`` with a Python ``float`` ``p < 1`` (``p != 0``) at 0,
+  ``asin``/``acos`` at +-1 and ``acosh`` at 1: the slope is infinite there, and torch's
+  rules give ``0 * inf = nan`` for a zero cotangent or tangent (e.g. the off-diagonal
+  entries of a Jacobian); here a zero seed contributes 0 (``_Seeded``), a nonzero one
+  the infinite slope, at every order. A CPU tensor takes these rules only when it holds
+  such a point (a custom Function's Python backward costs tens of microseconds).
 
-Both are ``torch.autograd.Function`` s whose forward is torch's own function (values are
+All are ``torch.autograd.Function`` s whose forward is torch's own function (values are
 torch's), with ``backward``, forward-mode ``jvp`` and a generated ``vmap`` rule, their
 derivatives written in differentiable torch operations, so Hessians and batched Jacobians
 go through them. They are taken only while a floating tensor argument is differentiated
@@ -29,14 +35,15 @@ from ._modes import traced
 __all__ = ["kink_rules"]
 
 
-def kink_rules(compat: Any) -> dict[str, Callable[..., Any]]:
-    """``clip`` and ``sort`` of the module doc, over ``array_api_compat.torch``.
+def kink_rules(compat: Any, pow: Callable[..., Any] | None = None) -> dict[str, Callable[..., Any]]:
+    """``clip``, ``sort``, ``sqrt`` and ``pow`` of the module doc, over ``array_api_compat.torch``.
 
     Args:
         compat: ``array_api_compat.torch``, whose functions give the values.
+        pow: the namespace's ``pow`` for every other call (default ``compat.pow``).
 
     Returns:
-        ``{"clip": ..., "sort": ...}``.
+        ``{"clip": ..., "sort": ..., "sqrt": ..., "pow": ...}``.
     """
     import torch
 
@@ -169,7 +176,176 @@ def kink_rules(compat: Any) -> dict[str, Callable[..., Any]]:
         values, _ = _Sort.apply(x, axis, bool(descending))  # type: ignore[no-untyped-call]
         return values
 
-    return {"clip": clip, "sort": sort}
+    class _Seeded(torch.autograd.Function):
+        """``a * b`` with 0 where ``a`` is 0 and ``b`` infinite (``_seeded_product``);
+        linear in ``a`` (its own rules are seeded products again, so every order and
+        the derivative of a pullback keep it)."""
+
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(a: Any, b: Any) -> Any:
+            return _seeded_product(torch, a, b)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            ctx.save_for_backward(*inputs)
+            ctx.save_for_forward(*inputs)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            a, b = ctx.saved_tensors
+            return seeded(g, b), seeded(g, a)
+
+        @staticmethod
+        def jvp(ctx: Any, a_t: Any, b_t: Any) -> Any:
+            a, b = ctx.saved_tensors
+            out = None if a_t is None else seeded(a_t, b)
+            if b_t is not None:
+                out = seeded(b_t, a) if out is None else out + seeded(b_t, a)
+            return out
+
+    def seeded(a: Any, b: Any) -> Any:
+        return _Seeded.apply(a, b)  # type: ignore[no-untyped-call]
+
+    class _Power(torch.autograd.Function):
+        """``k * x ** p`` whose slope ``k p x ** (p - 1)`` (this rule again) is applied
+        to a seed as a seeded product: a zero seed contributes 0 where it is infinite."""
+
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x: Any, p: float, k: float) -> Any:
+            out = torch.sqrt(x) if p == 0.5 else torch.pow(x, p)  # (sqrt: torch's value)
+            return out if k == 1.0 else out * k
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            ctx.p, ctx.k = inputs[1], inputs[2]
+            ctx.save_for_backward(inputs[0], output)
+            ctx.save_for_forward(inputs[0])
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            x, out = ctx.saved_tensors
+            if not torch.is_grad_enabled():
+                # First order (no graph of this backward is built): plain kernels, the
+                # zero seeds masked in one where; sqrt's slope from its value, as torch's.
+                p, k = ctx.p, ctx.k
+                if p == 0.0 or k == 0.0:
+                    return torch.zeros_like(g), None, None
+                if p == 0.5 and k == 1.0:
+                    product = g / (out * 2.0)
+                else:
+                    product = g * (torch.pow(x, p - 1.0) * (k * p))
+                return torch.where(g == 0, 0.0, product), None, None
+            return slope(g, x, ctx.p, ctx.k), None, None
+
+        @staticmethod
+        def jvp(ctx: Any, x_t: Any, _p: Any, _k: Any) -> Any:
+            (x,) = ctx.saved_tensors
+            return slope(x_t, x, ctx.p, ctx.k)
+
+    def slope(seed: Any, x: Any, p: float, k: float) -> Any:
+        """``seed`` times the slope ``k p x ** (p - 1)`` (this rule again), seeded."""
+        if p == 0.0 or k == 0.0:  # a constant: no slope (also at x == 0)
+            return torch.zeros_like(seed)
+        return seeded(seed, _Power.apply(x, p - 1.0, k * p))  # type: ignore[no-untyped-call]
+
+    def at_zero(x: Any) -> bool:
+        """Whether ``x`` may hold a 0 (where the slope is infinite). A custom Function
+        costs tens of microseconds a call (its backward is Python), so a CPU tensor
+        outside ``torch.func`` is asked (no device sync); any other takes the rule."""
+        if x.device.type != "cpu" or torch._C._functorch.peek_interpreter_stack() is not None:
+            return True
+        return bool((x == 0).any())
+
+    def sqrt(x: Any, /, **kwargs: Any) -> Any:
+        """``sqrt``; a zero seed contributes 0 at ``x == 0`` (module doc)."""
+        if (
+            kwargs
+            or not isinstance(x, tensor)
+            or not x.is_floating_point()
+            or not traced(torch, x)
+            or not at_zero(x)
+        ):
+            return compat.sqrt(x, **kwargs)
+        return _Power.apply(x, 0.5, 1.0)  # type: ignore[no-untyped-call]
+
+    def inverse(value: Any, inner: Callable[[Any], Any], sign: float) -> Any:
+        """``asin``/``acos``/``acosh``: slope ``sign * inner(x) ** -0.5``, infinite where
+        ``inner(x) == 0`` (``x == +-1``, ``x == 1``), applied to seeds as a seeded product."""
+
+        class _Inverse(torch.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x: Any) -> Any:
+                return value(x)
+
+            @staticmethod
+            def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+                ctx.save_for_backward(inputs[0])
+                ctx.save_for_forward(inputs[0])
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                (x,) = ctx.saved_tensors
+                if not torch.is_grad_enabled():  # first order: plain kernels (as _Power)
+                    return torch.where(g == 0, 0.0, g * (sign * torch.rsqrt(inner(x))))
+                return seeded(g, _Power.apply(inner(x), -0.5, sign))  # type: ignore[no-untyped-call]
+
+            @staticmethod
+            def jvp(ctx: Any, x_t: Any) -> Any:
+                (x,) = ctx.saved_tensors
+                return seeded(x_t, _Power.apply(inner(x), -0.5, sign))  # type: ignore[no-untyped-call]
+
+        def call(x: Any, /, **kwargs: Any) -> Any:
+            if (
+                kwargs
+                or not isinstance(x, tensor)
+                or not x.is_floating_point()
+                or not traced(torch, x)
+                or not at_zero(inner(x.detach()))
+            ):
+                return value(x, **kwargs)
+            return _Inverse.apply(x)  # type: ignore[no-untyped-call]
+
+        return call
+
+    other_pow = compat.pow if pow is None else pow
+
+    def pow_(x1: Any, x2: Any, /) -> Any:
+        """``pow``; for a float exponent ``p < 1`` a zero seed contributes 0 at 0 (module doc)."""
+        if (
+            type(x2) is float
+            and x2 < 1.0
+            and x2 != 0.0
+            and isinstance(x1, tensor)
+            and x1.is_floating_point()
+            and traced(torch, x1)
+            and at_zero(x1)
+        ):
+            return _Power.apply(x1, x2, 1.0)  # type: ignore[no-untyped-call]
+        return other_pow(x1, x2)
+
+    return {
+        "clip": clip,
+        "sort": sort,
+        "sqrt": sqrt,
+        "pow": pow_,
+        "asin": inverse(compat.asin, lambda x: 1.0 - x * x, 1.0),
+        "acos": inverse(compat.acos, lambda x: 1.0 - x * x, -1.0),
+        "acosh": inverse(compat.acosh, lambda x: x * x - 1.0, 1.0),
+    }
+
+
+def _seeded_product(torch: Any, seed: Any, slope: Any) -> Any:
+    """``seed * slope`` with 0 where the seed is 0 and the slope infinite: a zero cotangent
+    or tangent contributes nothing (never ``0 * inf = nan``); elsewhere the plain product
+    (a masked ``where`` only there, so a finite slope's derivatives are untouched)."""
+    out = seed * slope
+    return torch.where((seed == 0) & torch.isinf(slope), torch.zeros_like(out), out)
 
 
 def _unequal(a: Any, b: Any) -> bool:

@@ -28,8 +28,11 @@ def tangent_of(torch: Any, value: Any) -> Any:
 
 def traced(torch: Any, value: Any) -> bool:
     """Whether the tensor ``value`` belongs to an enclosing differentiation -- it requires
-    grad, or carries a forward-mode jvp's tangent -- and so must stay a tensor: converting
-    it (to numpy, jax, a float) would drop that derivative."""
+    grad, carries a forward-mode jvp's tangent, or is a value of a ``torch.func`` transform
+    (whose jvp tangents no ``requires_grad`` shows, ``_functorch``) -- and so must stay a
+    tensor: converting it (to numpy, jax, a float) would drop that derivative."""
     if value.requires_grad:
         return True
-    return bool(forward.depth) and tangent_of(torch, value) is not None
+    if forward.depth and tangent_of(torch, value) is not None:
+        return True
+    return bool(torch._C._functorch.is_functorch_wrapped_tensor(value))

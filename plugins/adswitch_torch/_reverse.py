@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from adswitch.spec import CallInfo, OutputFn, SeedFn
+from adswitch.spec import CallInfo, OutputFn, Pullback, SeedFn
 
-from . import _distributed
+from . import _distributed, _functorch
 from ._backward import Passes
 from ._pull import pull_grads
 from ._results import as_tensor_like, concrete, finish_grads, storage_of
@@ -129,8 +129,12 @@ def vjp(
     info: CallInfo,
     copy_saved: bool,
     strict: bool,
-) -> tuple[list[Any], TorchPullback]:
+) -> tuple[list[Any], Pullback]:
     """``Backend.vjp`` for torch (see the module doc)."""
+    if _functorch.inside(torch):  # under torch.func: its transforms, not autograd.grad
+        if copy_saved:
+            raise _functorch.refuse_copy_saved(torch)
+        return _functorch.vjp(torch, fn, leaves, active, info, strict)
     nested = info.depth > 0
     t = trace(torch, leaves, active, nested, copy_saved, own=not copy_saved)
     records: list[_distributed.DDPArgument] = []
@@ -155,6 +159,10 @@ def vjp_apply(
     """``Backend.vjp_apply`` for torch: one run of ``f``, one backward pass along the
     seed's cotangents (batched when ``info.batched``). In a prepared call the seed's
     tensors are made once (the seed depends on shapes and dtypes only)."""
+    if _functorch.inside(torch):
+        if copy_saved:
+            raise _functorch.refuse_copy_saved(torch)
+        return _functorch.vjp_apply(torch, fn, leaves, active, seed, info, strict)
     nested = info.depth > 0
     t = trace(torch, leaves, active, nested, copy_saved)
     records: list[_distributed.DDPArgument] = []

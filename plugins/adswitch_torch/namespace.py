@@ -96,6 +96,7 @@ def _build_exact_pow() -> Callable[[Any, Any], Any]:
     grad_enabled = torch.is_grad_enabled
     as_tensor = torch.as_tensor
     result_type = torch.result_type
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
     def base_slope(base: Any, exponent: Any) -> Any:
         # d/db b**e = e b**(e-1); b**0 is constant (also at b == 0, where e b**-1 would be
@@ -154,8 +155,10 @@ def _build_exact_pow() -> Callable[[Any, Any], Any]:
     def exact(x1: Any, x2: Any) -> Any:
         if not isinstance(x2, tensor_type):
             return NotImplemented
-        if not (x2.requires_grad and grad_enabled()) and not (
-            forward.depth and tangent_of(torch, x2) is not None  # a forward-mode jvp's
+        if (
+            not (x2.requires_grad and grad_enabled())
+            and not (forward.depth and tangent_of(torch, x2) is not None)  # a jvp's
+            and not wrapped(x2)  # a torch.func transform's (its jvp's tangent, _functorch)
         ):
             return NotImplemented
         base = x1
@@ -244,6 +247,6 @@ def _build() -> types.ModuleType:
     }
     for name in ("zeros", "ones", "empty", "eye", "linspace"):
         overrides[name] = _float_default(name)
-    overrides.update(kink_rules(compat))  # clip, sort at their kinks and ties (_kinks)
+    overrides.update(kink_rules(compat, pow))  # clip, sort, sqrt, pow at kinks (_kinks)
     ns.__dict__.update(overrides)
     return ns

@@ -153,6 +153,7 @@ from ._call import differentiate
 from ._convert import byte_range
 from ._distributed import BATCH
 from ._foreign import KINDS
+from ._grad_mode import recording
 from ._grads import attach, check_still_grad, grad_of
 from ._modes import traced
 
@@ -250,9 +251,10 @@ class TorchBackend(BackendBase):
         torch = self._torch or self._engine()
         passes = self._passes
         assert passes is not None  # set together with self._torch
-        return differentiate(
-            torch, passes.grad, fn, leaves, active, info, self._copy_saved, self._strict
-        )
+        with recording(torch, leaves, active):
+            return differentiate(
+                torch, passes.grad, fn, leaves, active, info, self._copy_saved, self._strict
+            )
 
     def vjp(
         self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
@@ -261,7 +263,10 @@ class TorchBackend(BackendBase):
         torch = self._torch or self._engine()
         passes = self._passes
         assert passes is not None
-        return _reverse.vjp(torch, passes, fn, leaves, active, info, self._copy_saved, self._strict)
+        with recording(torch, leaves, active):
+            return _reverse.vjp(
+                torch, passes, fn, leaves, active, info, self._copy_saved, self._strict
+            )
 
     def vjp_apply(
         self,
@@ -275,9 +280,10 @@ class TorchBackend(BackendBase):
         torch = self._torch or self._engine()
         passes = self._passes
         assert passes is not None
-        return _reverse.vjp_apply(
-            torch, passes, fn, leaves, active, seed, info, self._copy_saved, self._strict
-        )
+        with recording(torch, leaves, active):
+            return _reverse.vjp_apply(
+                torch, passes, fn, leaves, active, seed, info, self._copy_saved, self._strict
+            )
 
     def jvp(
         self,
@@ -292,9 +298,10 @@ class TorchBackend(BackendBase):
         torch = self._torch or self._engine()
         passes = self._passes
         assert passes is not None
-        return _forward.jvp(
-            torch, passes, fn, leaves, active, tangents, info, self._copy_saved, self._strict
-        )
+        with recording(torch, leaves, active):
+            return _forward.jvp(
+                torch, passes, fn, leaves, active, tangents, info, self._copy_saved, self._strict
+            )
 
     def custom_vjp(
         self,
@@ -320,6 +327,32 @@ class TorchBackend(BackendBase):
     def stop_gradient(self, value: Any) -> Any:
         """``value.detach()`` (``_custom``)."""
         return _custom.stop_gradient(self._torch or self._engine(), value)
+
+    def to_host(self, value: Any) -> Any:
+        """A tensor as numpy for host code (``adswitch.host_rules``): shares a CPU tensor's
+        memory; ``None`` when it carries a live trace (a graph being built, a
+        forward-AD tangent) that the conversion would drop."""
+        torch = self._torch or self._engine()
+        if torch.is_grad_enabled() and value.requires_grad:
+            return None
+        if torch.autograd.forward_ad.unpack_dual(value).tangent is not None:
+            return None
+        return value.detach().cpu().resolve_conj().resolve_neg().numpy()
+
+    def from_host(self, array: Any, like: Any) -> Any:
+        """Host code's numpy result as a tensor on ``like``'s device (``host_rules``)."""
+        torch = self._torch or self._engine()
+        arr = np.asarray(array)
+        tensor = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
+        return tensor if like is None else tensor.to(like.device)
+
+    def checkpoint(
+        self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
+    ) -> list[Any]:
+        """``torch.utils.checkpoint.checkpoint`` (non-reentrant) around ``fn`` (``_checkpoint``)."""
+        from . import _checkpoint
+
+        return _checkpoint.checkpoint(self._torch or self._engine(), fn, leaves, active)
 
     def add_into(self, shadow: Any, grad: Any) -> None:
         """``shadow += grad`` in place, on the shadow's device (never through the host)."""

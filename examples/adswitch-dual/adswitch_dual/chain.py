@@ -30,6 +30,16 @@ Pair = tuple[Any, np.ndarray | None]
 """``(value, tangent)``: an array (or Python scalar) and its tangent, ``None`` if constant."""
 
 
+def _times(factor: Any, tangent: np.ndarray) -> Any:
+    """``factor * tangent``, but 0 where either is 0: a zero tangent (or a zero factor)
+    contributes nothing even against an infinite one (``sqrt`` at 0), never nan."""
+    with np.errstate(invalid="ignore"):
+        term = factor * tangent
+    if np.isnan(term).any():  # only then: 0 * inf
+        term = np.where((factor == 0) | (tangent == 0), np.zeros_like(term), term)
+    return term
+
+
 def combine(out: Any, terms: list[tuple[Any, np.ndarray | None]]) -> Pair:
     """The pair of value ``out`` whose tangent is ``sum(factor * tangent)``.
 
@@ -47,7 +57,7 @@ def combine(out: Any, terms: list[tuple[Any, np.ndarray | None]]) -> Pair:
     for factor, tangent in terms:
         if tangent is None:
             continue
-        term = tangent if factor is None else np.asarray(factor)[..., None] * tangent
+        term = tangent if factor is None else _times(np.asarray(factor)[..., None], tangent)
         total = term if total is None else total + term
     if total is None:
         return out, None

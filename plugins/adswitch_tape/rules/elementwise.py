@@ -17,6 +17,10 @@ Non-smooth points (documented choices, each consistent with central differences)
     * ``max``/``min`` reductions with tied extremes: split evenly among the tied elements.
     * ``prod`` with zeros: exact at any order (the product of the other elements, never
       a division by zero).
+    * Infinite slopes (``sqrt`` at 0, ``x ** p`` at 0 for ``p < 1``, ``asin``/``acos`` at
+      +-1, ``acosh`` at 1): the slope is +-inf
+      there, and a zero seed (cotangent or tangent) contributes 0, not ``0 * inf = nan``
+      (``seeded``): the Jacobian's structurally zero entries stay 0.
 """
 
 from __future__ import annotations
@@ -41,7 +45,29 @@ defvjp(P.log, lambda g, ans, x: g / x)
 defvjp(P.log1p, lambda g, ans, x: g / (x + 1.0))
 defvjp(P.log2, lambda g, ans, x: g / (x * np.log(2.0)))
 defvjp(P.log10, lambda g, ans, x: g / (x * np.log(10.0)))
-defvjp(P.sqrt, lambda g, ans, x: g * 0.5 / ans)
+
+
+def seeded(g: Any, out: Any, at: Any) -> Any:
+    """``out`` (``g`` times a slope that is infinite where ``at`` is 0) with 0 where the
+    seed ``g`` is 0 there: a zero cotangent or tangent contributes nothing, even times an
+    infinite slope. Only those places are masked (a zero seed times a finite slope keeps
+    its derivative in ``g``); the mask is on raw values, and the ``where`` is taken only
+    when ``at`` has a zero, so the common case costs one ``all`` (no temporary)."""
+    a = np.asarray(raw(at))
+    if a.all():  # no zero (one pass, no temporary): nothing to mask
+        return out
+    return P.where((raw(g) == 0) & (a == 0), 0.0, out)
+
+
+def _sqrt_x(g: Any, ans: Any, x: Any) -> Any:
+    # (the entry keeps ans only.) An infinite slope at ans == 0: 0.5 * ans ** -1, whose
+    # pow rule seeds zeros again, so every order keeps zero seeds at 0.
+    if np.asarray(raw(ans)).all():
+        return g * 0.5 / ans
+    return seeded(g, g * (0.5 * P.pow(ans, -1.0)), ans)
+
+
+defvjp(P.sqrt, _sqrt_x)
 defvjp(P.square, lambda g, ans, x: times(g, 2.0 * x))
 
 
@@ -92,11 +118,30 @@ defvjp(
     lambda gg, ans, g, y: unbroadcast(P.tanh_grad(gg, y), g),
     lambda gg, ans, g, y: unbroadcast(tanh_grad_y(gg, g, y), y),
 )
-defvjp(P.asin, lambda g, ans, x: g / P.sqrt(1.0 - P.square(x)))
-defvjp(P.acos, lambda g, ans, x: -g / P.sqrt(1.0 - P.square(x)))
+
+
+def _inverse_slope(g: Any, sign: float, inner: Any, at: Any) -> Any:
+    """``sign * g / sqrt(inner)``; where ``at`` (``inner``'s raw value) has a 0 the slope
+    is infinite: written ``g * inner ** -0.5`` there, seeded (pow's rule seeds again)."""
+    if np.asarray(at).all():
+        return g / P.sqrt(inner) if sign > 0 else -g / P.sqrt(inner)
+    return seeded(g, g * (sign * P.pow(inner, -0.5)), at)
+
+
+defvjp(
+    P.asin,
+    lambda g, ans, x: _inverse_slope(g, 1.0, 1.0 - P.square(x), 1.0 - np.square(raw(x))),
+)
+defvjp(
+    P.acos,
+    lambda g, ans, x: _inverse_slope(g, -1.0, 1.0 - P.square(x), 1.0 - np.square(raw(x))),
+)
 defvjp(P.atan, lambda g, ans, x: g / (1.0 + P.square(x)))
 defvjp(P.asinh, lambda g, ans, x: g / P.sqrt(P.square(x) + 1.0))
-defvjp(P.acosh, lambda g, ans, x: g / P.sqrt(P.square(x) - 1.0))
+defvjp(
+    P.acosh,
+    lambda g, ans, x: _inverse_slope(g, 1.0, P.square(x) - 1.0, np.square(raw(x)) - 1.0),
+)
 defvjp(P.atanh, lambda g, ans, x: g / (1.0 - P.square(x)))
 
 
@@ -105,8 +150,10 @@ def pow_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
     if isinstance(y, (int, float)):  # a Python exponent: the shape is x's, no broadcasting
         if y == 0:
             return g * 0.0
+        if y < 1:  # an infinite slope at x == 0
+            return seeded(g, times(g, y * P.pow(x, y - 1.0)), x)
         return times(g, 2.0 * x if y == 2 else y * P.pow(x, y - 1.0))
-    return unbroadcast(g * y * P.pow(x, y - 1.0), x)
+    return unbroadcast(seeded(g, g * y * P.pow(x, y - 1.0), x), x)
 
 
 def _pow_y(g: Any, ans: Any, x: Any, y: Any) -> Any:

@@ -111,7 +111,7 @@ def _pow_dy(ty: Any, x: Any, y: Any, ans: Any) -> Any:
     return ty * (ans * P.log(safe))
 
 
-_pow_general = _binary(lambda tx, x, y, ans: tx * (y * P.pow(x, y - 1.0)), _pow_dy)
+_pow_general = _binary(lambda tx, x, y, ans: E.seeded(tx, tx * (y * P.pow(x, y - 1.0)), x), _pow_dy)
 
 
 def _pow_jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:

@@ -1,0 +1,154 @@
+"""What every rule call does first, whatever the rule: its arguments split into the
+nondiff ones and the flattened rest (:class:`RuleArgs`), the engine's hook looked up with
+the fix when it is missing, activity wrappers refused, and the record of which rules'
+primal code runs now (a rule called from its own ``fwd`` is its plain function).
+
+Used by :mod:`adswitch.rule_base`, :mod:`adswitch.custom` and :mod:`adswitch.host_rules`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from adswitch import trees
+from adswitch.activity import Active, Const, Duplicated
+from adswitch.errors import UnsupportedError, UsageError
+from adswitch.leaves import is_array
+
+__all__ = [
+    "RuleArgs",
+    "check_argnums",
+    "engine_hook",
+    "primal",
+    "running_rules",
+    "zero_tangent",
+]
+
+_WRAPPERS = (Active, Const, Duplicated)
+
+# The rules whose primal code (f, fwd, a jvp rule) is running now. A rule called again
+# from there -- `fwd` computing `out = f(x)`, as in jax's examples -- is its plain
+# function: there it computes a value, and the rule is already being applied.
+running_rules: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "adswitchrunning_rules_rules", default=frozenset()
+)
+
+
+class primal:
+    """``with primal(rule):`` -- ``rule``'s primal code runs (a plain class: this is on
+    every rule call's path, where a generator-based context manager costs more)."""
+
+    __slots__ = ("rule", "token")
+
+    def __init__(self, rule: object) -> None:
+        self.rule = rule
+
+    def __enter__(self) -> None:
+        self.token = running_rules.set(running_rules.get() | {id(self.rule)})
+
+    def __exit__(self, *exc: object) -> None:
+        running_rules.reset(self.token)
+
+
+def _engines_with(hook: str) -> str:
+    """Names of the registered engines whose class defines ``hook`` (no engine imported)."""
+    from adswitch.registry import default_registry
+
+    registry = default_registry()
+    names = [n for n in registry.names() if getattr(registry._backends.get(n), hook, None)]
+    return ", ".join(repr(n) for n in names) or "none registered"
+
+
+def engine_hook(engine: Any, hook: str, what: str) -> Callable[..., Any]:
+    method = getattr(engine, hook, None)
+    if method is None:
+        raise UnsupportedError(
+            f"{what} inside a call on engine {engine.name!r}, which does not implement the "
+            f"optional hook Backend.{hook} (see adswitch.spec.Backend). Engines that have "
+            f"it: {_engines_with(hook)}; pick one with backend=, or implement the hook."
+        )
+    return method  # type: ignore[no-any-return]
+
+
+def check_argnums(nondiff_argnums: Sequence[int]) -> tuple[int, ...]:
+    nums = tuple(nondiff_argnums)
+    if any(not isinstance(i, int) or isinstance(i, bool) or i < 0 for i in nums):
+        raise UsageError(
+            f"nondiff_argnums={nondiff_argnums!r}: give non-negative argument positions, "
+            "e.g. nondiff_argnums=(1,)."
+        )
+    return nums
+
+
+def _refuse_wrapper(name: str, path: str, wrapper: Any) -> None:
+    kind = type(wrapper).__name__
+    raise UsageError(
+        f"{name}: {path} is an ad.{kind} wrapper. Activity wrappers mark the arguments of "
+        f"an operator call (ad.gradient(f, ad.{kind}(...))), not of a rule inside f: "
+        f"pass the array itself (a rule differentiates what the enclosing call does)."
+    )
+
+
+class RuleArgs:
+    """One call's arguments: the nondiff ones as given, the others flattened."""
+
+    def __init__(self, args: tuple[Any, ...], nondiff: tuple[int, ...], name: str) -> None:
+        if any(i >= len(args) for i in nondiff):
+            raise UsageError(
+                f"{name}: nondiff_argnums={nondiff!r} but it was called with {len(args)} "
+                "argument(s); fix nondiff_argnums or the call."
+            )
+        self.nargs = len(args)
+        self.nondiff = nondiff
+        self.nondiff_args = tuple(args[i] for i in nondiff)
+        self.positions = [i for i in range(len(args)) if i not in nondiff]
+        self.leaves: list[Any] = []
+        self.treedefs: list[trees.TreeDef] = []
+        self.counts: list[int] = []
+        for i in self.positions:
+            leaves, td = trees.flatten(args[i])
+            for j, leaf in enumerate(leaves):
+                if isinstance(leaf, _WRAPPERS):
+                    _refuse_wrapper(name, trees.leaf_path(td, f"args[{i}]", j), leaf)
+            self.leaves.extend(leaves)
+            self.treedefs.append(td)
+            self.counts.append(len(leaves))
+
+    def diff_args(self, leaves: Sequence[Any]) -> list[Any]:
+        out, start = [], 0
+        for td, n in zip(self.treedefs, self.counts):
+            # (a bare leaf, the common argument, skips the unflatten)
+            out.append(
+                leaves[start]
+                if td is None
+                else trees.unflatten(td, list(leaves[start : start + n]))
+            )
+            start += n
+        return out
+
+    def all_args(self, leaves: Sequence[Any]) -> list[Any]:
+        args: list[Any] = [None] * self.nargs
+        for i, a in zip(self.positions, self.diff_args(leaves)):
+            args[i] = a
+        for i, a in zip(self.nondiff, self.nondiff_args):
+            args[i] = a
+        return args
+
+    def key(self) -> Hashable | None:
+        try:
+            key = (self.nargs, tuple(self.treedefs))
+            hash(key)
+            return key
+        except TypeError:  # an unhashable aux: check the structure on every call
+            return None
+
+
+def zero_tangent(x: Any) -> Any:
+    """A zero tangent like ``x``, in ``x``'s own kind (a float for a Python number)."""
+    if not is_array(x):
+        return 0.0
+    from adswitch.namespace import array_namespace
+
+    return array_namespace(x).zeros_like(x)
