@@ -76,7 +76,40 @@ CASES_PLAIN = [c for c in GRADIENT_CASES if _numeric(c, duplicated_ok=False)]
 # which the forward-mode tests below would count as a failure. (The trace at the identity:
 # a forward-mode Jacobian pushes the unit directions E_ij, which split the eigenvalues.)
 _FORWARD_REFUSED = ("_repeated", ".degenerate_eigvalsh_trace")
-CASES_FORWARD = [c for c in CASES_PLAIN if not c.id.endswith(_FORWARD_REFUSED)]
+# The README's known limit: in forward mode an infinite tangent (sqrt at 0) times a zero
+# constant downstream is nan; reverse mode (the cases' own entry) is right.
+_FORWARD_LIMIT = ("kinks.sqrt_zero_weight", "kinks.sqrt_zero_weight_float32")
+CASES_FORWARD = [
+    c for c in CASES_PLAIN if not c.id.endswith(_FORWARD_REFUSED) and c.id not in _FORWARD_LIMIT
+]
+
+
+def _mixed_float_dtypes(case: Any) -> bool:
+    """Inputs of two float dtypes: a Jacobian comes in the output's dtype (adswitch's
+    convention), not per input as a gradient does, so it is not compared as one."""
+    dtypes = {
+        np.dtype(v.dtype)
+        for a in case.make_args()
+        for _, v in leaves_with_paths(unwrap(a)[1], "")
+        if is_float_leaf(v) and hasattr(v, "dtype")
+    }
+    return len(dtypes) > 1
+
+
+CASES_JACOBIAN = [c for c in CASES_PLAIN if not _mixed_float_dtypes(c)]
+
+
+def _forward_refused(case: Any, run: Callable[[], Any]) -> bool:
+    """A case through an ``ad.custom_vjp`` (a reverse rule: no pushforward) may refuse
+    forward mode with the documented error naming the fix; True when it did."""
+    if "custom_vjp" not in case.requires:
+        return False
+    try:
+        run()
+    except ad.UnsupportedError as exc:
+        assert "custom_jvp" in str(exc) or "mode=" in str(exc), str(exc)
+        return True
+    return False
 
 
 def _loss_and_all(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -113,14 +146,28 @@ def test_vjp_pullback_gives_the_reference_gradient(case: Any) -> None:
     assert record.outcome == PASS, record.message
 
 
-@pytest.mark.parametrize("mode", ["reverse", "forward"])
-@pytest.mark.parametrize("case", CASES_PLAIN, ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    ("case", "mode"),
+    [
+        pytest.param(c, m, id=f"{c.id}-{m}")
+        for c in CASES_JACOBIAN
+        for m in ("reverse", "forward")
+        if not (m == "forward" and c.id in _FORWARD_LIMIT)  # the known limit above
+    ],
+)
 def test_jacobian_of_the_loss_gives_the_reference_gradient(case: Any, mode: str) -> None:
     if mode == "forward" and case not in CASES_FORWARD:
         with pytest.raises(ad.UnsupportedError, match="repeated"):
             ad.jacobian(
                 _loss_and_all(case.fn), *case.make_args(), backend=B, mode=mode, has_aux=True
             )
+        return
+    if mode == "forward" and _forward_refused(
+        case,
+        lambda: ad.jacobian(
+            _loss_and_all(case.fn), *case.make_args(), backend=B, mode=mode, has_aux=True
+        ),
+    ):
         return
     record = run_case(case, B, caller=_jacobian_caller(mode))
     assert record.outcome == PASS, record.message
@@ -158,6 +205,13 @@ def test_jvp_gives_the_reference_directional_derivative(case: Any) -> None:
             if ref is not None:
                 want += float(np.sum(np.asarray(ref) * np.asarray(along[path], np.float64)))
                 slack += float(np.sum(np.abs(expect.errors[path]) * np.abs(along[path])))
+    if _forward_refused(
+        case,
+        lambda: ad.jvp(
+            lambda *a: first_output(case.fn(*a)), tuple(args), tuple(tangents), backend=B
+        ),
+    ):
+        return
     try:
         y, dy = ad.jvp(
             lambda *a: first_output(case.fn(*a)), tuple(args), tuple(tangents), backend=B

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import adswitch_tape.namespace  # noqa: F401  -- registers the rules, completes the tracers
+import adswitch_tape.namespace
 import numpy as np
 import pytest
 from adswitch_tape import recording
@@ -146,6 +146,13 @@ def _cases() -> Iterator[Case]:
     yield Case(P.stack, (u(-1, 1, 2, 3), u(-1, 1, 2, 3)), {"axis": 1})
     for fn, args, kw in linalg_examples():  # the factorizations and solvers
         yield Case(fn, args, kw)
+    # ad.checkpoint's one operation, around a small function of two arguments
+    from adswitch_tape import checkpoint as C
+
+    def body(values: list[Any]) -> list[Any]:
+        return [adswitch_tape.namespace.sin(values[0]) * values[1]]
+
+    yield Case(C._checkpoint, (u(-1, 1, 3), u(-1, 1, 3)), {"node": C._Node(body, [True, True])})
 
 
 CASES = list(_cases())
