@@ -55,10 +55,9 @@ class custom_vjp(RuleBase):
         host: bool = False,
         out_shape: Any = None,
     ) -> None:
-        super().__init__(fun, nondiff_argnums)
+        super().__init__(fun, nondiff_argnums, host=host, out_shape=out_shape)
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
-        self.host, self.out_shape = host, out_shape  # host=True: adswitch.host_rules
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         if not callable(fwd) or not callable(bwd):
@@ -132,9 +131,8 @@ class custom_jvp(RuleBase):
         host: bool = False,
         out_shape: Any = None,
     ) -> None:
-        super().__init__(fun, nondiff_argnums)
+        super().__init__(fun, nondiff_argnums, host=host, out_shape=out_shape)
         self.rule: Callable[..., Any] | None = None
-        self.host, self.out_shape = host, out_shape  # host=True: adswitch.host_rules
 
     def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(rule):

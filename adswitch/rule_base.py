@@ -24,8 +24,16 @@ class RuleBase:
 
     kind = "rule"
 
-    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int]) -> None:
+    def __init__(
+        self,
+        fun: Callable[..., Any],
+        nondiff_argnums: Sequence[int] = (),
+        *,
+        host: bool = False,
+        out_shape: Any = None,
+    ) -> None:
         self.fun = fun
+        self.host, self.out_shape = host, out_shape  # host=True: adswitch.host_rules
         self.nondiff_argnums = check_argnums(nondiff_argnums)
         self.__name__ = getattr(fun, "__name__", type(self).__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
