@@ -38,8 +38,20 @@ def restore_scalar_types(plan: Plan, grads: list[Any]) -> list[Any]:
     for u in plan.scalar_leaves:
         leaf = plan.leaves[u]
         if type(grads[u]) is not type(leaf):
-            grads[u] = type(leaf)(grads[u])
+            grads[u] = _scalar(type(leaf), grads[u])
     return grads
+
+
+def _scalar(cls: type, value: Any) -> Any:
+    """``value`` as the scalar type ``cls``; a value of the engine's own transform around
+    the call (a ``torch.func.vmap`` batch, a ``jax.jit`` tracer) has no number yet and stays
+    the engine's value -- converting it is what the engine refuses."""
+    try:
+        return cls(value)
+    except (TypeError, RuntimeError):
+        if is_array(value):
+            return value
+        raise
 
 
 def as_leaf_scalar(value: Any, leaf: Any) -> Any:
@@ -50,7 +62,7 @@ def as_leaf_scalar(value: Any, leaf: Any) -> Any:
         and isinstance(leaf, (float, np.generic))
         and getattr(value, "shape", ()) == ()
     ):
-        return type(leaf)(value)
+        return _scalar(type(leaf), value)
     return value
 
 

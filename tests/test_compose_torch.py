@@ -381,3 +381,18 @@ def test_kink_rules_hold_under_the_callers_transforms() -> None:
     close(
         F.vmap(clipped)(bounds)[0], torch.diag(torch.tensor([0.5, 0.5, 1.0], dtype=torch.float64))
     )
+
+
+def test_python_float_leaf_under_vmap_keeps_the_batched_gradient() -> None:
+    # The front end gives a Python-float leaf's gradient back as a float -- except inside
+    # the engine's own transform, where it has no number yet (it was torch's raw
+    # ".item() on a batched tensor" error).
+    def f(x: Any, s: Any) -> Any:
+        return ad.array_namespace(x).sum(x * x) * s
+
+    xs = torch.randn(3, 2, dtype=torch.float64)
+    got = torch.func.vmap(lambda x: ad.gradient(f, x, 2.0, backend="torch")[1])(xs)
+    want = torch.func.vmap(torch.func.grad(lambda s, x: (x * x).sum() * s), in_dims=(None, 0))(
+        torch.tensor(2.0, dtype=torch.float64), xs
+    )
+    torch.testing.assert_close(got, want)
