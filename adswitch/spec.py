@@ -371,6 +371,34 @@ class Backend(Protocol):
       nested (when the backward pass is differentiated, the recomputation must be too),
       prepared calls. Unlike the rule hooks, an engine without it is not refused: the
       front end runs ``f`` plainly, since checkpointing only saves memory.
+
+    Optional hooks for host rules (``ad.custom_vjp(f, host=True)``,
+    ``ad.differentiate_with``; see ``adswitch.host_rules``):
+
+    - ``to_host(value) -> np.ndarray | None``: an owned value as numpy (sharing memory
+      where it can: torch CPU ``.detach().numpy()``); ``None`` when the value carries a
+      live derivative trace (a graph being built, a forward-AD tangent, a box) --
+      converting it would drop that derivative, and the front end refuses (a nested
+      derivative through host code is an ``UnsupportedError``).
+    - ``from_host(array, like) -> value``: host code's numpy result as this engine's
+      value, placed like ``like`` (an owned leaf, or ``None``).
+    - Engines that trace abstract values implement instead
+      ``host_custom_vjp(fwd, bwd, leaves, active, specs)`` and
+      ``host_custom_jvp(fn, rule, leaves, active, specs, reverse_fix)`` on flat numpy
+      callables (``specs``: ``(shape, dtype)`` per output leaf; ``bwd(host_leaves,
+      cotangents)`` runs the host ``fwd`` again itself): jax builds them on
+      ``jax.pure_callback``. An engine with none of these works where its rule hooks
+      hand the flat callables plain numpy (the dual example).
+
+    Optional hook for the engine's own transforms (``adswitch.signatures.stands_in``):
+
+    - ``stands_in(value, cls) -> bool``: whether ``value`` is a traced value of one of
+      this engine's own transforms (jax: a ``Tracer`` under ``jax.jit``, ``vmap``,
+      ``grad``) standing for an array of type ``cls`` (jax: ``jax.Array``). A prepared
+      call prepared on a ``cls`` array then accepts ``value`` where its shape and dtype
+      match, and runs without its prepared slot (``CallInfo.prepared`` is ``None``): the
+      transform stages the call, so the engine should run it inline. Without the hook, a
+      prepared call refuses such values (``PreparationError``).
     """
 
     name: str
