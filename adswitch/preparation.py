@@ -36,7 +36,7 @@ from adswitch.overlap import check_overlap
 from adswitch.plan import CONST, KIND_NAMES, PLAIN, ArgPlan, Plan, unwrap
 from adswitch.reverse import run_vjp, vjp
 from adswitch.second_order import hessian, hvp, run_hessian, run_hvp
-from adswitch.signatures import describe_signature, signature
+from adswitch.signatures import describe_signature, signature, stands_in
 from adswitch.spec import Backend
 
 __all__ = ["Prepared", "prepare"]
@@ -199,7 +199,10 @@ class Prepared:
         else:
             primals = args
         plan, reordered = self._rebind(primals)
-        slot, memo = self._order_slot(plan) if reordered else (self._slot, self._memo)
+        if reordered is None:  # traced stand-ins: the engine's transform stages the call
+            slot, memo = None, None
+        else:
+            slot, memo = self._order_slot(plan) if reordered else (self._slot, self._memo)
         # (``tuple.__new__``: ``Started(...)`` without the named tuple's Python ``__new__``)
         started = _new_tuple(Started, (plan, self._engine, self._depth, slot, memo))
         f = self._f
@@ -219,9 +222,10 @@ class Prepared:
             return run_hessian(started, f)
         return run_hvp(started, f, tangents, kw["zero"])
 
-    def _rebind(self, args: Sequence[Any]) -> tuple[Plan, bool]:
+    def _rebind(self, args: Sequence[Any]) -> tuple[Plan, bool | None]:
         """The plan of this call, after checking it against the prepared structure, and
-        whether some dict of it has the prepared keys in another order."""
+        whether some dict of it has the prepared keys in another order (``None``: some
+        leaf is a traced value of the engine's own transform, see ``stands_in``)."""
         prepared = self._plan
         calls = selection.current_calls.get()
         if not self._pinned and not calls:
@@ -285,7 +289,7 @@ class Prepared:
             found = self._orders[key] = ({}, None if self._memo is None else {})
         return found
 
-    def _rebind_checked(self, args: Sequence[Any]) -> tuple[Plan, bool]:
+    def _rebind_checked(self, args: Sequence[Any]) -> tuple[Plan, bool | None]:
         """:meth:`_rebind`, every difference from the prepared structure listed."""
         prepared = self._plan
         calls = selection.current_calls.get()
@@ -309,6 +313,7 @@ class Prepared:
         leaves: list[Any] = [None] * len(self._signature)
         seen = [False] * len(self._signature)
         reordered = False
+        traced = False  # some leaf is a tracer of the engine's transform (jax.jit...)
         new_args: list[ArgPlan] = []
         for a, (arg, shape) in enumerate(zip(args, prepared.args)):
             kind, val, dval = unwrap(a, arg)
@@ -347,6 +352,9 @@ class Prepared:
                 leaves[u] = leaf
                 seen[u] = True
                 if signature(leaf) != self._signature[u]:
+                    if stands_in(leaf, self._signature[u], self._engine):
+                        traced = True
+                        continue
                     was = describe_signature(self._signature[u])
                     now = describe(leaf)
                     problems.append(
@@ -367,7 +375,7 @@ class Prepared:
         if reordered:
             _follow_given_order(plan)
         check_overlap(plan, self._engine)
-        return plan, reordered
+        return plan, None if traced else reordered
 
     def _new_ties(self, leaves: list[Any], prepared: Plan) -> list[str]:
         """Distinct prepared leaves that are now one object."""

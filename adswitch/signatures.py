@@ -14,7 +14,7 @@ import numpy as np
 
 from adswitch.leaves import ARRAY_TYPES, SCALAR_TYPES, is_array
 
-__all__ = ["describe_signature", "signature"]
+__all__ = ["describe_signature", "signature", "stands_in"]
 
 
 def signature(leaf: Any) -> tuple[Any, ...]:
@@ -47,6 +47,17 @@ def _placement(cls: type) -> str:
 
 def _devices(leaf: Any) -> Any:
     return tuple(sorted(map(str, leaf.devices()))) if hasattr(leaf, "devices") else None
+
+
+def stands_in(leaf: Any, sig: tuple[Any, ...], engine: Any) -> bool:
+    """Whether ``leaf`` is a traced value of ``engine``'s own transform (a jax tracer
+    under ``jax.jit``, ``vmap``, ``grad``) standing for an array of signature ``sig``: the
+    engine's optional ``stands_in`` hook says so for the two types, and the shape and dtype
+    agree (the placement is the transform's to choose)."""
+    hook = getattr(engine, "stands_in", None)
+    if hook is None or len(sig) != 4 or not hook(leaf, sig[0]):
+        return False
+    return bool(leaf.shape == sig[1] and leaf.dtype == sig[2])
 
 
 def describe_signature(sig: tuple[Any, ...]) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+from jax.core import Tracer
 
 from adswitch_jax._captures import Walk
 from adswitch_jax._compiled import CACHE, Prepared, compiled
@@ -66,10 +67,22 @@ def _run(request: Request) -> tuple[list[Any], Any]:
     if not traced and info.cache_key is not None and not found.unhashable:
         captures = recall(info.func)
         x64 = x64 or captures.wide
+        if captures.lifted and _holds_tracer(captures.lifted):
+            # f closes over a tracer of an enclosing jax transformation (jax.jit around
+            # the call, the tracer captured, not passed): that transformation stages the
+            # call, so it runs inline there rather than as a program nested in it.
+            traced, captures = True, None
     if x64 and not _config.jax_enable_x64:
         with jax.enable_x64(True):
             return _route(request, found, captures, traced, x64, state)
     return _route(request, found, captures, traced, x64, state)
+
+
+def _holds_tracer(lifted: list[Any]) -> bool:
+    for value in lifted:  # noqa: SIM110 (a loop: no generator on every compiled call)
+        if isinstance(value, Tracer):
+            return True
+    return False
 
 
 def _route(

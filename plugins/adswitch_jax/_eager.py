@@ -15,8 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from adswitch_jax._basis import identity_basis
 from adswitch_jax._calls import as_array, as_loss, jax_values, run_f
 from adswitch_jax._conversions import refusing
+from adswitch_jax._program import identity
 
 __all__ = ["EagerPullback", "value_and_grad", "vjp", "vjp_apply", "jvp"]
 
@@ -98,10 +100,21 @@ class EagerPullback:
         self.dtypes = tuple(dtypes)
 
     def __call__(self, cotangents: Sequence[Any], batched: bool) -> tuple[Any, ...]:
-        cast = tuple(jnp.asarray(c, dtype=d) for c, d in zip(cotangents, self.dtypes))
+        cast = _as_jax(cotangents, self.dtypes, batched)
         if batched:
             return jax.vmap(self.pullback)(cast)  # type: ignore[no-any-return]
         return self.pullback(cast)  # type: ignore[no-any-return]
+
+
+def _as_jax(values: Sequence[Any], dtypes: Sequence[Any], batched: bool) -> tuple[Any, ...]:
+    """Tangents or cotangents as jax arrays of ``dtypes``. A batch that is exactly the
+    identity basis (a Jacobian's or Hessian's seeds, made by the front end in numpy) is
+    built with ``jnp.eye`` instead: inside an enclosing ``jax.jit`` it is then made in the
+    program, as ``jax.jacfwd`` / ``jacrev`` make theirs, not carried as a constant."""
+    basis = identity_basis(values) if batched else None
+    if basis is not None:
+        values = identity(basis)
+    return tuple(jnp.asarray(v, dtype=d) for v, d in zip(values, dtypes))
 
 
 def vjp(
@@ -139,7 +152,7 @@ def jvp(
     """``(output leaves, output tangents)`` with ``jax.jvp`` (``jax.vmap`` for batches)."""
     run = _Run(fn, leaves, active, semantics)
     primals = run.primals()
-    cast = tuple(jnp.asarray(t, dtype=jnp.result_type(p)) for t, p in zip(tangents, primals))
+    cast = _as_jax(tangents, [jnp.result_type(p) for p in primals], batched)
     outputs = run.differentiable()
     if not batched:
         _, out_tangents, arrays = jax.jvp(outputs, primals, cast, has_aux=True)

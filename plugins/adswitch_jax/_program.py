@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from adswitch_jax._basis import Basis
 from adswitch_jax._calls import Body, Holder, Layout, Trace, as_array, as_loss, run_f
 
-__all__ = ["Program", "appliers", "build"]
+__all__ = ["Program", "appliers", "build", "identity"]
 
 Program = Callable[..., tuple[tuple[Any, ...], Any]]
 _constrain: Any = jax.lax.with_sharding_constraint  # untyped in jax
@@ -145,7 +145,7 @@ def _vjp_apply(layout: Layout, trace: Trace, holder: Holder) -> Program:
     return program
 
 
-def _identity(basis: Basis) -> tuple[Any, ...]:
+def identity(basis: Basis) -> tuple[Any, ...]:
     # leaf k's block: ones at (offset_k + i, i), shaped (total, *shape_k)
     total, parts = basis
     return tuple(
@@ -159,7 +159,7 @@ def _jvp(layout: Layout, trace: Trace, holder: Holder) -> Program:
         frame = _Frame(layout, trace, holder, values)
         primals = frame.primals()
         basis = frame.body.basis
-        given = frame.rest if basis is None else _identity(basis)  # baked in: XLA folds it
+        given = frame.rest if basis is None else identity(basis)  # baked in: XLA folds it
         tangents = tuple(jnp.asarray(t, dtype=p.dtype) for t, p in zip(given, primals))
         outputs = frame.outputs_of()
         if not layout.batched:

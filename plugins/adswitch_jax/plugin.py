@@ -299,6 +299,13 @@ class JaxBackend(BackendBase):
 
         return _checkpoint.checkpoint(fn, leaves, active)
 
+    def stands_in(self, value: Any, cls: type) -> bool:
+        """A jax tracer (``jax.jit``, ``vmap``, ``grad``) stands for a jax array, so a
+        prepared call accepts it (``_traced``); never imports jax."""
+        from adswitch_jax._traced import stands_in
+
+        return stands_in(value, cls)
+
     def writable(self, value: Any) -> bool:
         # jax arrays are immutable: a Duplicated shadow must be refused before f runs.
         return not self.owns(value) and super().writable(value)
