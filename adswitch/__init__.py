@@ -41,6 +41,7 @@ from adswitch.registry import BackendInfo, default_registry
 from adswitch.reverse import Pullback, vjp
 from adswitch.second_order import hessian, hvp
 from adswitch.selection import use
+from adswitch.sparse import sparsity
 from adswitch.trees import register_tree
 from adswitch.zeros import make_zero
 
@@ -79,6 +80,7 @@ __all__ = [
     "make_zero",
     "prepare",
     "register_tree",
+    "sparsity",
     "stop_gradient",
     "use",
     "vjp",

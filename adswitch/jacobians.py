@@ -43,6 +43,8 @@ def jacobian(
     backend: str | Backend | None = None,
     mode: str = "auto",
     has_aux: bool = False,
+    sparsity: Any = None,
+    check: bool = False,
 ) -> Any:
     """The Jacobian of ``f`` with respect to every non-``Const`` argument.
 
@@ -55,6 +57,12 @@ def jacobian(
             per input element) or ``"auto"`` (whichever needs fewer, given the engine's
             primitives); all give the same numbers.
         has_aux: ``f`` returns ``(y, aux)``; the call then returns ``(jacobian, aux)``.
+        sparsity: ``None`` (dense), ``"detect"`` (``ad.sparsity``) or a pattern of shape
+            ``(y.size, x.size)``: the Jacobian is then computed compressed (one batched
+            call over the pattern's colors) and returned as a ``scipy.sparse.csr_array``
+            (for numpy, torch and jax inputs alike), for one array argument and output.
+            An incomplete pattern drops the entries outside it: ``check=True`` compares
+            with the dense Jacobian and raises if a nonzero lies outside.
 
     Returns:
         The layout of ``jax.jacrev(f, argnums=<every position>)``, each block in the
@@ -74,6 +82,11 @@ def jacobian(
         raise UsageError(f"mode={mode!r}; ad.jacobian's mode is one of {', '.join(MODES)}.")
     check_flag("has_aux", has_aux)
     started = start(f, args, backend, "jacobian", duplicated_ok=False)
+    if sparsity is not None:  # (compressed: adswitch.sparse, which imports scipy)
+        from adswitch.sparse.compressed import setup, sparse_jacobian
+
+        s = setup(f, args, sparsity, mode, started.engine)
+        return sparse_jacobian(started, f, has_aux, s, run_jacobian if check else None)
     return run_jacobian(started, f, mode, has_aux)
 
 

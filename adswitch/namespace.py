@@ -17,6 +17,9 @@ _NUMPY_KINDS = (np.ndarray, np.generic, *_SCALARS)
 # Exact types found to be numpy's or Python's (a type test is cheaper than isinstance
 # against a tuple, which this function would otherwise pay on every engine array).
 _NUMPY_TYPES: set[type] = {np.ndarray, *_SCALARS}
+# adswitch's own traced arrays (``ad.sparsity``'s tracer): type -> its namespace, filled in
+# by the module defining the type (no engine owns them).
+OWN_NAMESPACES: dict[type, Any] = {}
 
 
 def array_namespace(*arrays: Any) -> Any:
@@ -55,6 +58,9 @@ def array_namespace(*arrays: Any) -> Any:
         if isinstance(x, _NUMPY_KINDS):
             _NUMPY_TYPES.add(cls)
             continue
+        own = OWN_NAMESPACES.get(cls)
+        if own is not None:
+            return own
         if registry is None:
             registry = default_registry()
         found = registry.owner(x)

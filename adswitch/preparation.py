@@ -50,7 +50,10 @@ _OPERATORS: dict[Callable[..., Any], tuple[str, dict[str, Any], bool, bool]] = {
     withgradient: ("withgradient", {"zero": True}, False, True),
     vjp: ("vjp", {"has_aux": False, "zero": True}, False, True),
     jvp: ("jvp", {"has_aux": False}, True, False),
-    jacobian: ("jacobian", {"mode": "auto", "has_aux": False}, False, False),
+    jacobian: (
+        "jacobian", {"mode": "auto", "has_aux": False, "sparsity": None, "check": False}, False,
+        False,
+    ),
     hessian: ("hessian", {}, False, False),
     hvp: ("hvp", {"zero": True}, True, True),
     derivative: ("derivative", {}, False, False),
@@ -116,6 +119,10 @@ def prepare(
     # the first call.
     primals = _primals(name, args, split)
     started = start(f, primals, backend, name, duplicated_ok=duplicated_ok)
+    if name == "jacobian" and kwargs["sparsity"] is not None:  # detected and colored once
+        from adswitch.sparse.compressed import setup
+
+        kwargs["sparsity"] = setup(f, primals, kwargs["sparsity"], kwargs["mode"], started.engine)
     return Prepared(name, f, kwargs, split, started, backend is not None)
 
 
@@ -217,10 +224,27 @@ class Prepared:
         if name == "derivative":
             return run_jvp(started, f, tangents, False, "derivative")[1]
         if name == "jacobian":
+            if kw["sparsity"] is not None:
+                from adswitch.sparse.compressed import sparse_jacobian
+
+                dense = run_jacobian if kw["check"] else None
+                return sparse_jacobian(started, f, kw["has_aux"], kw["sparsity"], dense)
             return run_jacobian(started, f, kw["mode"], kw["has_aux"])
         if name == "hessian":
             return run_hessian(started, f)
         return run_hvp(started, f, tangents, kw["zero"])
+
+    @property
+    def sparsity(self) -> Any:
+        """A sparse ``ad.jacobian``'s pattern (``scipy.sparse.csr_array``), else ``None``."""
+        s = self._kwargs.get("sparsity")
+        return None if s is None else s.pattern
+
+    @property
+    def colors(self) -> Any:
+        """A sparse ``ad.jacobian``'s coloring (per column, or per row in reverse mode)."""
+        s = self._kwargs.get("sparsity")
+        return None if s is None else s.colors
 
     def _rebind(self, args: Sequence[Any]) -> tuple[Plan, bool | None]:
         """The plan of this call, after checking it against the prepared structure, and
