@@ -1,28 +1,34 @@
 """The rule hooks on torch: ``custom_vjp``, ``custom_jvp`` and ``stop_gradient`` (the
 ``Backend`` hooks of ``adswitch.spec``, called by ``adswitch.custom`` on the flat leaves).
 
-Both rules are ``torch.autograd.Function`` s over the flat leaves (the front end's flat
-callables ride along as the first, non-tensor argument, so one class serves every rule):
+Both rules are new-style ``torch.autograd.Function`` s (``forward`` without ``ctx``,
+``setup_context``, ``generate_vmap_rule = True``), so they compose with ``torch.func``:
+``vmap`` batches ``fwd``/``bwd`` (a batched pullback -- a reverse Jacobian -- calls ``bwd``
+once, vmapped), ``grad``/``jacrev``/``jacfwd``/``hessian`` differentiate through them. One
+class serves every rule: the call's flat callables ride along as the first, non-tensor
+argument, a per-call :class:`_Call` that also keeps what ``forward`` learns.
 
-* ``custom_vjp``: ``forward`` runs the user's ``fwd`` (torch runs it without a graph) and
-  keeps its residuals; ``backward`` calls ``bwd(residuals, cotangents)``. When torch builds
-  a graph of the backward pass (``create_graph``: a Hessian, a nested gradient, the
-  batched forward mode that differentiates the pullback), the kept residuals would be
-  constants -- ``forward`` ran without a graph -- so ``fwd`` is run again on the saved
-  inputs with grad on, and ``bwd``'s operations on those residuals are differentiated.
-  torch's forward AD through it (``ad.jvp``) is the contract's ``UnsupportedError``: a
-  vjp rule has no forward-mode rule (a transposed ``bwd`` would be wrong for a ``bwd``
-  not linear in its cotangent, such as a clipped gradient).
+* ``custom_vjp``: ``forward`` runs the user's ``fwd``. Its residuals are an arbitrary tree:
+  torch under ``generate_vmap_rule`` forbids tensors on ``ctx`` attributes, so the tree's
+  tensor leaves are extra outputs of ``forward`` (marked non-differentiable and saved with
+  ``save_for_backward``; a residual that *is* an input or an output is saved as that
+  one), while the tree structure and the non-tensor leaves stay on the ``_Call``.
+  ``backward`` calls ``bwd(residuals, cotangents)``. When torch builds a graph of the
+  backward pass (``create_graph``, or any ``torch.func`` level above: a Hessian, a nested
+  gradient, the batched forward mode that differentiates the pullback), the saved
+  residuals would be constants -- ``forward`` ran without a graph -- so ``fwd`` is run
+  again on the saved inputs with grad on, and ``bwd``'s operations on those residuals are
+  differentiated. Forward mode through it (``ad.jvp``, ``torch.func.jvp``, or a pullback
+  transposed under :func:`transposing`) is the contract's ``NoForwardRuleError``: a vjp
+  rule has no forward-mode rule (a transposed ``bwd`` would be wrong for a ``bwd`` not
+  linear in its cotangent, such as a clipped gradient).
 * ``custom_jvp``: ``jvp`` calls ``rule(primals, tangents)``; reverse mode is the
   derivative of the rule's tangent output with respect to the tangents at zero (the rule
-  is linear in them), taken by ``torch.autograd.grad`` with the graph kept when torch
-  keeps one, so it nests.
+  is linear in them): ``torch.autograd.grad`` with the graph kept when torch keeps one, or
+  ``torch.func.vjp`` inside a ``torch.func`` transform (where ``autograd.grad`` would not
+  differentiate at the transform's level).
 * ``stop_gradient``: ``detach()``, which drops both the reverse graph and a forward-AD
-  tangent.
-
-Old-style ``Function`` s (``forward(ctx, ...)``): the residuals are arbitrary trees, which
-``setup_context`` could not receive. torch.func cannot batch them; a batched pullback then
-runs as a loop (``_pull``).
+  tangent (and a ``torch.func`` level's).
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ from adswitch.errors import NoForwardRuleError
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient", "transposing"]
 
 NO_FORWARD = (
-    "torch: custom_vjp has no forward-mode rule (ad.jvp, ad.derivative and forward-mode "
-    "operators push tangents through it). Fix: define ad.custom_jvp for this function, or "
-    "use a reverse-mode operator (ad.gradient, ad.vjp, jacobian mode='reverse')."
+    "torch: custom_vjp has no forward-mode rule (ad.jvp, ad.derivative, forward-mode "
+    "operators and torch.func.jvp/jacfwd push tangents through it). Fix: define "
+    "ad.custom_jvp for this function, or use a reverse-mode operator (ad.gradient, ad.vjp, "
+    "jacobian mode='reverse', torch.func.grad/jacrev)."
 )
 
 _functions: dict[str, Any] = {}
@@ -63,40 +70,136 @@ def transposing() -> Iterator[None]:
         _transposing.reset(token)
 
 
-def _tensors(torch: Any, leaves: Sequence[Any]) -> list[Any]:
-    return [v for v in leaves if isinstance(v, torch.Tensor)]
+class _Call:
+    """One rule call: the flat callables, and what ``forward`` learns for ``backward``
+    (no tensors here: those are saved on ``ctx``)."""
+
+    __slots__ = ("bwd", "fn", "fwd", "is_tensor", "n_out", "others", "res", "rule")
+
+    def __init__(self, fn: Any, fwd: Any, bwd: Any, rule: Any, leaves: Sequence[Any]) -> None:
+        self.fn, self.fwd, self.bwd, self.rule = fn, fwd, bwd, rule
+        self.n_out = 0
+        # residuals: (treedef, per leaf ("i", k) input k / ("o", k) output k / ("n", k) extra
+        # output k / ("c", value) a constant); None until forward ran
+        self.res: Any = None
+        self.is_tensor: list[bool] = []
+        self.others: list[Any] = []
+
+    def split(self, torch: Any, leaves: Sequence[Any]) -> None:
+        self.is_tensor = [isinstance(v, torch.Tensor) for v in leaves]
+        self.others = [None if t else v for v, t in zip(leaves, self.is_tensor)]
+
+    def restore(self, saved: Sequence[Any]) -> list[Any]:
+        """The leaves: tensors from ``saved`` (the graph's), the others as they were."""
+        it = iter(saved)
+        return [next(it) if t else v for v, t in zip(self.others, self.is_tensor)]
 
 
-def _restore(ctx: Any) -> list[Any]:
-    """The leaves, tensors from ``ctx.saved_tensors`` (attached to the graph when torch
-    keeps one), the others as they were."""
-    saved = iter(ctx.saved_tensors)
-    return [next(saved) if t else v for v, t in zip(ctx.others, ctx.is_tensor)]
+def _fixed(torch: Any, outs: Sequence[Any], leaves: Sequence[Any]) -> list[Any]:
+    # an input, or a view, as a Function output confuses torch's view tracking (and a
+    # new-style Function refuses to save it): a copy
+    return [
+        o.clone()
+        if isinstance(o, torch.Tensor) and (o._base is not None or any(o is v for v in leaves))
+        else o
+        for o in outs
+    ]
 
 
-def _save(torch: Any, ctx: Any, leaves: Sequence[Any], forward: bool) -> None:
-    ctx.is_tensor = [isinstance(v, torch.Tensor) for v in leaves]
-    ctx.others = [None if t else v for v, t in zip(leaves, ctx.is_tensor)]
-    tensors = _tensors(torch, leaves)
-    ctx.save_for_backward(*tensors)
-    if forward:
-        ctx.save_for_forward(*tensors)
+def _flatten_residuals(
+    torch: Any, call: _Call, leaves: Sequence[Any], outs: Sequence[Any], residuals: Any
+) -> list[Any]:
+    """Records the residual tree on ``call``; returns its new tensors (extra outputs)."""
+    flat, spec = _flat(torch, residuals)
+    where: list[tuple[str, Any]] = []
+    extra: list[Any] = []
+    for r in flat:
+        if not isinstance(r, torch.Tensor):
+            where.append(("c", r))
+            continue
+        k = next((k for k, v in enumerate(leaves) if v is r), None)
+        if k is not None:
+            where.append(("i", k))
+            continue
+        k = next((k for k, o in enumerate(outs) if o is r), None)
+        if k is not None:
+            where.append(("o", k))
+            continue
+        where.append(("n", len(extra)))
+        extra.append(r.clone() if r._base is not None else r)
+    call.res = (spec, where)
+    return extra
 
 
-def _outputs(torch: Any, ctx: Any, outs: Sequence[Any]) -> tuple[Any, ...]:
-    """The outputs as a tuple; integer/bool tensors marked non-differentiable."""
-    fixed = [o.clone() if isinstance(o, torch.Tensor) and o._base is not None else o for o in outs]
-    frozen = [o for o in fixed if isinstance(o, torch.Tensor) and not o.is_floating_point()]
+# The common residuals -- one tensor, or a flat tuple of tensors and constants -- skip
+# torch's pytree (a tenth of a tiny rule call's time); any other tree goes through it.
+_ONE, _TUPLE = object(), object()
+
+
+def _flat(torch: Any, residuals: Any) -> tuple[list[Any], Any]:
+    if isinstance(residuals, torch.Tensor) or residuals is None:
+        return [residuals], _ONE
+    if type(residuals) is tuple and all(
+        isinstance(r, (torch.Tensor, float, int, bool, str)) or r is None for r in residuals
+    ):
+        return list(residuals), _TUPLE
+    from torch.utils import _pytree
+
+    return _pytree.tree_flatten(residuals)
+
+
+def _residuals(
+    call: _Call, leaves: Sequence[Any], outs: Sequence[Any], extra: Sequence[Any]
+) -> Any:
+    spec, where = call.res
+    pools = {"i": leaves, "o": outs, "n": extra}
+    flat = [v if kind == "c" else pools[kind][v] for kind, v in where]
+    if spec is _ONE:
+        return flat[0]
+    if spec is _TUPLE:
+        return tuple(flat)
+    from torch.utils import _pytree
+
+    return _pytree.tree_unflatten(flat, spec)
+
+
+def _setup(
+    torch: Any,
+    ctx: Any,
+    inputs: Sequence[Any],
+    outs: Sequence[Any],
+    extra: Sequence[Any],
+    forward: bool,
+) -> _Call:
+    call: _Call = inputs[0]
+    frozen = [o for o in outs if isinstance(o, torch.Tensor) and not o.is_floating_point()]
+    frozen.extend(extra)
     if frozen:
         ctx.mark_non_differentiable(*frozen)
-    ctx.out_like = [
-        o if isinstance(o, torch.Tensor) else torch.as_tensor(o) for o in fixed
-    ]  # for zero cotangents of outputs torch gives none
-    return tuple(fixed)
+    tensors = [v for v in inputs[1:] if isinstance(v, torch.Tensor)]
+    ctx.call = call
+    # shapes for zero cotangents of outputs torch gives none (no tensors on ctx)
+    ctx.out_meta = [
+        (o.shape, o.dtype, o.device) if isinstance(o, torch.Tensor) else None for o in outs
+    ]
+    ctx.save_for_backward(*tensors, *outs, *extra)  # outs: only tensors are saved
+    if forward:
+        ctx.save_for_forward(*tensors)
+    ctx.n_in = len(tensors)
+    return call
 
 
-def _cotangents(torch: Any, ctx: Any, grads: Sequence[Any]) -> list[Any]:
-    return [torch.zeros_like(o) if g is None else g for g, o in zip(grads, ctx.out_like)]
+def _cotangents(torch: Any, ctx: Any, grads: Sequence[Any], outs: Sequence[Any]) -> list[Any]:
+    result = []
+    for g, o, meta in zip(grads, outs, ctx.out_meta):
+        if g is None:
+            g = (
+                torch.zeros(meta[0], dtype=meta[1], device=meta[2])
+                if meta
+                else torch.zeros_like(torch.as_tensor(o))
+            )
+        result.append(g)
+    return result
 
 
 def _as_grad(torch: Any, value: Any, leaf: Any, needed: bool) -> Any:
@@ -108,32 +211,51 @@ def _as_grad(torch: Any, value: Any, leaf: Any, needed: bool) -> Any:
     return value
 
 
+def _inside(torch: Any) -> bool:
+    return torch._C._functorch.peek_interpreter_stack() is not None
+
+
 def _vjp_function(torch: Any) -> Any:
     class CustomVjp(torch.autograd.Function):  # type: ignore[misc]
         """``custom_vjp`` of the module doc."""
 
+        generate_vmap_rule = True
+
         @staticmethod
-        def forward(ctx: Any, spec: Any, *leaves: Any) -> Any:
-            outs, residuals = spec[1](list(leaves))  # spec: (fn, fwd, bwd)
-            ctx.spec = spec
-            ctx.residuals = residuals
-            _save(torch, ctx, leaves, forward=False)
-            return _outputs(torch, ctx, outs)
+        def forward(call: _Call, *leaves: Any) -> Any:
+            outs, residuals = call.fwd(list(leaves))
+            outs = _fixed(torch, outs, leaves)
+            call.n_out = len(outs)
+            extra = _flatten_residuals(torch, call, leaves, outs, residuals)
+            return (*outs, *extra)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            n = inputs[0].n_out
+            _setup(torch, ctx, inputs, output[:n], output[n:], forward=False)
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
             if _transposing.get():
                 raise NoForwardRuleError(NO_FORWARD)
-            _, fwd, bwd = ctx.spec
-            leaves = _restore(ctx)
-            residuals = ctx.residuals
-            if torch.is_grad_enabled() and any(
-                isinstance(v, torch.Tensor) and v.requires_grad for v in leaves
+            call: _Call = ctx.call
+            saved = ctx.saved_tensors
+            n_in, n_out = ctx.n_in, call.n_out
+            leaves = call.restore(saved[:n_in])
+            # saved outputs: only the tensors of the outputs were saved
+            it = iter(saved[n_in:])
+            outs = [next(it) if m is not None else None for m in ctx.out_meta]
+            extra = list(it)
+            if torch.is_grad_enabled() and (
+                _inside(torch)
+                or any(isinstance(v, torch.Tensor) and v.requires_grad for v in leaves)
             ):
                 # A graph of this backward pass is being built: residuals that depend on
                 # the inputs must be differentiable functions of them (module doc).
-                _, residuals = fwd(leaves)
-            cots = bwd(residuals, _cotangents(torch, ctx, grads))
+                _, residuals = call.fwd(leaves)
+            else:
+                residuals = _residuals(call, leaves, outs, extra)
+            cots = call.bwd(residuals, _cotangents(torch, ctx, grads[:n_out], outs))
             needs = ctx.needs_input_grad[1:]
             return (None, *(_as_grad(torch, c, v, n) for c, v, n in zip(cots, leaves, needs)))
 
@@ -152,63 +274,99 @@ def _zero_tangent(torch: Any, leaf: Any) -> Any:
     return np.zeros_like(leaf)
 
 
+def _transposed(
+    torch: Any, call: _Call, leaves: list[Any], cots: list[Any], needs: Sequence[bool]
+) -> list[Any]:
+    """The rule's vjp in its tangents at zero, per input leaf (``None``: zero/not asked)."""
+    wanted = [k for k, (v, n) in enumerate(zip(leaves, needs)) if n and isinstance(v, torch.Tensor)]
+    out: list[Any] = [None] * len(leaves)
+    if not wanted:
+        return out
+
+    def tangent_out(*ts: Any) -> tuple[Any, ...]:
+        full = [_zero_tangent(torch, v) for v in leaves]
+        for k, t in zip(wanted, ts):
+            full[k] = t
+        _, out_t = call.rule(leaves, full)
+        return tuple(out_t)
+
+    zeros = [torch.zeros_like(leaves[k]) for k in wanted]
+    if _inside(torch):
+        # autograd.grad would not differentiate at the transform's level: its own vjp
+        def floats(*ts: Any) -> tuple[Any, ...]:
+            return tuple(
+                o if isinstance(o, torch.Tensor) and o.is_floating_point() else torch.zeros(())
+                for o in tangent_out(*ts)
+            )
+
+        _, pull = torch.func.vjp(floats, *zeros)
+        found = pull(
+            tuple(
+                c if isinstance(c, torch.Tensor) and c.is_floating_point() else torch.zeros(())
+                for c in cots
+            )
+        )
+    else:
+        create = torch.is_grad_enabled()
+        with torch.enable_grad():
+            ts = [z.requires_grad_() for z in zeros]
+            out_t = tangent_out(*ts)
+            pairs = [
+                (o, g)
+                for o, g in zip(out_t, cots)
+                if isinstance(o, torch.Tensor) and o.requires_grad
+            ]
+            found = [None] * len(ts)
+            if pairs:
+                found = list(
+                    torch.autograd.grad(
+                        [o for o, _ in pairs],
+                        ts,
+                        [g for _, g in pairs],
+                        create_graph=create,
+                        allow_unused=True,
+                    )
+                )
+    for k, g in zip(wanted, found):
+        out[k] = g
+    return out
+
+
 def _jvp_function(torch: Any) -> Any:
     class CustomJvp(torch.autograd.Function):  # type: ignore[misc]
         """``custom_jvp`` of the module doc."""
 
-        @staticmethod
-        def forward(ctx: Any, spec: Any, *leaves: Any) -> Any:
-            ctx.spec = spec  # (fn, rule)
-            _save(torch, ctx, leaves, forward=True)
-            return _outputs(torch, ctx, spec[0](list(leaves)))
+        generate_vmap_rule = True
 
         @staticmethod
-        def jvp(ctx: Any, _spec_tangent: Any, *tangents: Any) -> Any:
-            _, rule = ctx.spec
-            leaves = _restore(ctx)
+        def forward(call: _Call, *leaves: Any) -> Any:
+            outs = _fixed(torch, call.fn(list(leaves)), leaves)
+            call.n_out = len(outs)
+            return tuple(outs)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            _setup(torch, ctx, inputs, output, (), forward=True)
+
+        @staticmethod
+        def jvp(ctx: Any, _call_tangent: Any, *tangents: Any) -> Any:
+            call: _Call = ctx.call
+            leaves = call.restore(ctx.saved_tensors[: ctx.n_in])
             ts = [_zero_tangent(torch, v) if t is None else t for v, t in zip(leaves, tangents)]
-            _, out_tangents = rule(leaves, ts)
+            _, out_tangents = call.rule(leaves, ts)
             return tuple(out_tangents)
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
             # The rule is linear in the tangents: its vjp in them, at zero, is the rule's
             # transpose. Built with a graph when torch keeps one, so it nests.
-            _, rule = ctx.spec
-            leaves = _restore(ctx)
-            needs = ctx.needs_input_grad[1:]
-            create = torch.is_grad_enabled()
-            with torch.enable_grad():
-                ts = [
-                    torch.zeros_like(v, requires_grad=True)
-                    if isinstance(v, torch.Tensor) and n
-                    else _zero_tangent(torch, v)
-                    for v, n in zip(leaves, needs)
-                ]
-                _, out_t = rule(leaves, ts)
-                pairs = [
-                    (o, g)
-                    for o, g in zip(out_t, _cotangents(torch, ctx, grads))
-                    if isinstance(o, torch.Tensor) and o.requires_grad
-                ]
-                wrt = [t for t, n in zip(ts, needs) if n and isinstance(t, torch.Tensor)]
-                found: list[Any] = [None] * len(wrt)
-                if pairs and wrt:
-                    found = list(
-                        torch.autograd.grad(
-                            [o for o, _ in pairs],
-                            wrt,
-                            [g for _, g in pairs],
-                            create_graph=create,
-                            allow_unused=True,
-                        )
-                    )
-            it = iter(found)
-            out = [
-                next(it) if n and isinstance(v, torch.Tensor) else None
-                for v, n in zip(leaves, needs)
-            ]
-            return (None, *out)
+            call: _Call = ctx.call
+            saved = ctx.saved_tensors
+            leaves = call.restore(saved[: ctx.n_in])
+            it = iter(saved[ctx.n_in :])
+            outs = [next(it) if m is not None else None for m in ctx.out_meta]
+            cots = _cotangents(torch, ctx, grads, outs)
+            return (None, *_transposed(torch, call, leaves, cots, ctx.needs_input_grad[1:]))
 
     return CustomJvp
 
@@ -231,7 +389,10 @@ def custom_vjp(
     """``Backend.custom_vjp`` on torch (module doc)."""
     if not any(active):
         return list(fn(list(leaves)))
-    return list(_function(torch, "vjp").apply((fn, fwd, bwd), *leaves))
+    call = _Call(fn, fwd, bwd, None, leaves)
+    call.split(torch, leaves)
+    out = _function(torch, "vjp").apply(call, *leaves)
+    return list(out[: call.n_out])
 
 
 def custom_jvp(
@@ -244,7 +405,9 @@ def custom_jvp(
     """``Backend.custom_jvp`` on torch (module doc)."""
     if not any(active):
         return list(fn(list(leaves)))
-    return list(_function(torch, "jvp").apply((fn, rule), *leaves))
+    call = _Call(fn, None, None, rule, leaves)
+    call.split(torch, leaves)
+    return list(_function(torch, "jvp").apply(call, *leaves))
 
 
 def stop_gradient(torch: Any, value: Any) -> Any:

@@ -335,6 +335,8 @@ class TorchBackend(BackendBase):
         torch = self._torch or self._engine()
         if torch.is_grad_enabled() and value.requires_grad:
             return None
+        if torch._C._functorch.is_functorch_wrapped_tensor(value):
+            return None  # a torch.func level's value (batched or traced): no host array
         if torch.autograd.forward_ad.unpack_dual(value).tangent is not None:
             return None
         return value.detach().cpu().resolve_conj().resolve_neg().numpy()
