@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ import numpy as np
 from adswitch import trees
 from adswitch.errors import UsageError
 from adswitch.leaves import describe, is_array, leaf_kind
-from adswitch.rule_args import RuleArgs, engine_hook, primal, running_rules, zero_tangent
+from adswitch.rule_args import RuleArgs, call_hook, engine_hook, primal, running_rules, zero_tangent
 from adswitch.rule_base import RuleBase
 from adswitch.selection import enclosing
 
@@ -46,18 +46,8 @@ class custom_vjp(RuleBase):
     """
 
     kind = "custom_vjp"
-
-    def __init__(
-        self,
-        fun: Callable[..., Any],
-        nondiff_argnums: Sequence[int] = (),
-        *,
-        host: bool = False,
-        out_shape: Any = None,
-    ) -> None:
-        super().__init__(fun, nondiff_argnums, host=host, out_shape=out_shape)
-        self.fwd: Callable[..., Any] | None = None
-        self.bwd: Callable[..., Any] | None = None
+    fwd: Callable[..., Any] | None = None  # set by defvjp
+    bwd: Callable[..., Any] | None = None
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         if not callable(fwd) or not callable(bwd):
@@ -83,11 +73,7 @@ class custom_vjp(RuleBase):
         user_fwd, user_bwd = self.fwd, self.bwd
         out_td: list[trees.TreeDef] = []  # set by fn or fwd, read by bwd
 
-        def fn(leaves: list[Any]) -> list[Any]:
-            with primal(self):
-                out_leaves, td = trees.flatten(self.fun(*split.all_args(leaves)))
-            out_td[:] = [td]
-            return out_leaves
+        fn = self._primal_fn(split, out_td)
 
         def fwd(leaves: list[Any]) -> tuple[list[Any], Any]:
             with primal(self):
@@ -106,7 +92,7 @@ class custom_vjp(RuleBase):
             got = user_bwd(*split.nondiff_args, residuals, ct)
             return self._check_cotangents(split, got)
 
-        out = hook(fn, fwd, bwd, split.leaves, active)
+        out = call_hook(hook, fn, (fwd, bwd), split.leaves, active)
         if not out_td:  # the engine built the output without calling fn or fwd here
             out_td.append(self._f_structure(split, split.leaves))
         return trees.unflatten(out_td[0], list(out))
@@ -122,17 +108,7 @@ class custom_jvp(RuleBase):
     """
 
     kind = "custom_jvp"
-
-    def __init__(
-        self,
-        fun: Callable[..., Any],
-        nondiff_argnums: Sequence[int] = (),
-        *,
-        host: bool = False,
-        out_shape: Any = None,
-    ) -> None:
-        super().__init__(fun, nondiff_argnums, host=host, out_shape=out_shape)
-        self.rule: Callable[..., Any] | None = None
+    rule: Callable[..., Any] | None = None  # set by defjvp
 
     def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(rule):
@@ -159,11 +135,7 @@ class custom_jvp(RuleBase):
         user_rule = self.rule
         out_td: list[trees.TreeDef] = []
 
-        def fn(leaves: list[Any]) -> list[Any]:
-            with primal(self):
-                out_leaves, td = trees.flatten(self.fun(*split.all_args(leaves)))
-            out_td[:] = [td]
-            return out_leaves
+        fn = self._primal_fn(split, out_td)
 
         def rule(leaves: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
             tangents = [zero_tangent(x) if t is None else t for x, t in zip(leaves, tangents)]
@@ -182,7 +154,7 @@ class custom_jvp(RuleBase):
             out_td[:] = [td]
             return out_leaves, self._check_tangents(td, out_leaves, got[1])
 
-        out = hook(fn, rule, split.leaves, active)
+        out = call_hook(hook, fn, (rule,), split.leaves, active)
         if not out_td:
             out_td.append(self._f_structure(split, split.leaves))
         return trees.unflatten(out_td[0], list(out))

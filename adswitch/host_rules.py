@@ -33,7 +33,7 @@ import numpy as np
 from adswitch import selection, trees
 from adswitch.errors import UnsupportedError, UsageError
 from adswitch.leaves import describe, leaf_kind
-from adswitch.rule_args import RuleArgs, engine_hook, zero_tangent
+from adswitch.rule_args import RuleArgs, call_hook, engine_hook, zero_tangent
 from adswitch.rule_base import RuleBase
 
 __all__ = ["call_jvp", "call_vjp", "host_context"]
@@ -220,7 +220,7 @@ def call_vjp(rule: Any, engine: Any, args: tuple[Any, ...], out_shape: Any) -> A
             for c, leaf, a in zip(flat, split.leaves, active)
         ]
 
-    out = engine_hook(engine, "custom_vjp", name)(fn, fwd, bwd, split.leaves, active)
+    out = call_hook(engine_hook(engine, "custom_vjp", name), fn, (fwd, bwd), split.leaves, active)
     if not out_td:  # (the engine built the output without calling fn or fwd)
         out_td.append(
             _out_specs(rule, split, _concrete(engine, to_host, split.leaves), out_shape)[1]
@@ -307,7 +307,7 @@ def call_jvp(rule: Any, engine: Any, args: tuple[Any, ...], out_shape: Any) -> A
         outs, tans = host_rule(host, ts)
         return [from_host(o, like) for o in outs], [from_host(t, like) for t in tans]
 
-    out = engine_hook(engine, "custom_jvp", name)(fn, flat_rule, split.leaves, active)
+    out = call_hook(engine_hook(engine, "custom_jvp", name), fn, (flat_rule,), split.leaves, active)
     if not out_td:  # (the engine built the output without calling fn or the rule)
         out_td.append(
             _out_specs(rule, split, _concrete(engine, to_host, split.leaves), out_shape)[1]

@@ -19,6 +19,7 @@ from adswitch.leaves import is_array
 
 __all__ = [
     "RuleArgs",
+    "call_hook",
     "check_argnums",
     "engine_hook",
     "primal",
@@ -152,3 +153,18 @@ def zero_tangent(x: Any) -> Any:
     from adswitch.namespace import array_namespace
 
     return array_namespace(x).zeros_like(x)
+
+
+def call_hook(
+    hook: Callable[..., Any],
+    fn: Callable[[list[Any]], list[Any]],
+    rules: tuple[Callable[..., Any], ...],
+    leaves: list[Any],
+    active: list[bool],
+) -> list[Any]:
+    """``hook(fn, *rules, leaves, active)`` -- or, where no leaf is active (nothing this
+    engine differentiates passes through the rule), ``fn`` itself: engines are called
+    only with something to differentiate."""
+    if not any(active):
+        return list(fn(list(leaves)))
+    return list(hook(fn, *rules, leaves, active))

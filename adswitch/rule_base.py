@@ -54,6 +54,20 @@ class RuleBase:
             self._out_structure[key] = td
         return td
 
+    def _primal_fn(
+        self, split: RuleArgs, out_td: list[trees.TreeDef]
+    ) -> Callable[[list[Any]], list[Any]]:
+        """The flat ``fn`` every rule hook takes: f on the leaves, its output structure
+        recorded in ``out_td``."""
+
+        def fn(leaves: list[Any]) -> list[Any]:
+            with primal(self):
+                out_leaves, td = trees.flatten(self.fun(*split.all_args(leaves)))
+            out_td[:] = [td]
+            return out_leaves
+
+        return fn
+
     def _check_out(
         self, split: RuleArgs, leaves: Sequence[Any], out: Any, who: str
     ) -> tuple[list[Any], trees.TreeDef]:

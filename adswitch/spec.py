@@ -343,7 +343,9 @@ class Backend(Protocol):
     ``ad.stop_gradient``; see ``adswitch.custom``). The front end looks them up with
     ``getattr(engine, name, None)``; an engine without one refuses the rule with an
     ``UnsupportedError`` naming the hook. Do not define them as raising stubs. The
-    callables are *flat* (lists of leaves); the front end checks what the user returns.
+    callables are *flat* (lists of leaves); the front end checks what the user returns,
+    and calls ``custom_vjp``/``custom_jvp`` only when some leaf is active (else it runs
+    ``fn`` itself).
 
     - ``custom_vjp(fn, fwd, bwd, leaves, active) -> list``: the output leaves.
       ``fn(leaves) -> out_leaves`` is f itself; ``fwd(leaves) -> (out_leaves, residuals)``;

@@ -67,8 +67,6 @@ def custom_vjp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_vjp`` on autograd (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
     kept: dict[str, Any] = {}
 
     @primitive  # type: ignore[untyped-decorator]
@@ -104,8 +102,6 @@ def custom_jvp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_jvp`` on autograd (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
 
     @primitive  # type: ignore[untyped-decorator]
     def rule_call(*plain: Any) -> tuple[Any, ...]:

@@ -176,8 +176,6 @@ def custom_vjp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_vjp`` on jax: a ``jax.custom_vjp`` over the leaves (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
     args, outs, kept = _Leaves(leaves, active), _Outputs(), _Residuals()
 
     @jax.custom_vjp
@@ -204,8 +202,6 @@ def custom_jvp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_jvp`` on jax: a ``jax.custom_jvp`` over the leaves (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
     args, outs = _Leaves(leaves, active), _Outputs()
     _jvp_rules[0] += 1
 

@@ -150,15 +150,11 @@ def custom_vjp(
     fn: Fn, fwd: Any, bwd: Any, leaves: Sequence[Any], active: Sequence[bool]
 ) -> list[Any]:
     """``Backend.custom_vjp`` on the tape (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
     return _call(_VJP, (fn, fwd, bwd), list(leaves))[0]
 
 
 def custom_jvp(fn: Fn, rule: Any, leaves: Sequence[Any], active: Sequence[bool]) -> list[Any]:
     """``Backend.custom_jvp`` on the tape (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
     return _call(_JVP, (fn, rule), list(leaves))[0]
 
 

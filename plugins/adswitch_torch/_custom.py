@@ -387,8 +387,6 @@ def custom_vjp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_vjp`` on torch (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
     call = _Call(fn, fwd, bwd, None, leaves)
     call.split(torch, leaves)
     out = _function(torch, "vjp").apply(call, *leaves)
@@ -403,8 +401,6 @@ def custom_jvp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_jvp`` on torch (module doc)."""
-    if not any(active):
-        return list(fn(list(leaves)))
     call = _Call(fn, None, None, rule, leaves)
     call.split(torch, leaves)
     return list(_function(torch, "jvp").apply(call, *leaves))

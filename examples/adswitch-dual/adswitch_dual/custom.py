@@ -35,8 +35,6 @@ def custom_jvp(
     active: Sequence[bool],
 ) -> list[Any]:
     """The outputs of ``fn`` as dual numbers whose tangents are the rule's, per direction."""
-    if not any(isinstance(v, DualArray) for v in leaves):
-        return list(fn(list(leaves)))
     primals = [v.value if isinstance(v, DualArray) else v for v in leaves]
     outs: list[Any] = []
     per_direction: list[list[Any]] = []
@@ -62,9 +60,8 @@ def custom_vjp(
     leaves: Sequence[Any],
     active: Sequence[bool],
 ) -> list[Any]:
-    """Refused where a tangent would pass through (a constant call is just ``fn``)."""
-    if not any(isinstance(v, DualArray) for v in leaves):
-        return list(fn(list(leaves)))
+    """Refused: a tangent would pass through a rule this engine cannot run (the front end
+    calls it only when some leaf carries one)."""
     raise NoForwardRuleError(NO_REVERSE_RULE)
 
 
