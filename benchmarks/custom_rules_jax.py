@@ -39,54 +39,22 @@ import adswitch as ad
 TARGET = 1.1  # ad.custom_vjp against jax.custom_vjp, both through adswitch
 _block: Any = jax.block_until_ready  # untyped in jax
 
-# --- the rules, written once against xp ---------------------------------------------------
-
-
-def _lse_value(x: Any) -> Any:
-    xp = ad.array_namespace(x)
-    m = xp.max(x)
-    return m + xp.log(xp.sum(xp.exp(x - m)))
-
-
-def _lse_fwd(x: Any) -> tuple[Any, Any]:
-    out = _lse_value(x)
-    return out, (x, out)
-
-
-def _lse_bwd(res: Any, ct: Any) -> tuple[Any]:
-    x, out = res
-    return (ad.array_namespace(x).exp(x - out) * ct,)
-
-
-def _layer_value(x: Any, W: Any, b: Any) -> Any:
-    return ad.array_namespace(x).tanh(x @ W + b)
-
-
-def _layer_fwd(x: Any, W: Any, b: Any) -> tuple[Any, Any]:
-    h = _layer_value(x, W, b)
-    return h, (x, W, h)
-
-
-def _layer_bwd(res: Any, ct: Any) -> tuple[Any, Any, Any]:
-    x, W, h = res
-    xp = ad.array_namespace(h)
-    d = ct * (1.0 - h * h)
-    return d @ xp.matrix_transpose(W), xp.matrix_transpose(x) @ d, xp.sum(d, axis=0)
+# The rules, written once against xp, and the losses: those of benchmarks/custom_rules.py
+# (the torch/autograd side of this comparison).
+from custom_rules import _layer_bwd, _lse_bwd, mlp_loss, tiny_loss  # noqa: E402
+from custom_rules import layer as ad_layer  # noqa: E402
+from custom_rules import lse as ad_lse  # noqa: E402
 
 
 def ad_rules() -> tuple[Any, Any]:
-    lse = ad.custom_vjp(_lse_value)
-    lse.defvjp(_lse_fwd, _lse_bwd)
-    layer = ad.custom_vjp(_layer_value)
-    layer.defvjp(_layer_fwd, _layer_bwd)
-    return lse, layer
+    return ad_lse, ad_layer
 
 
 def jax_rules(xp: bool) -> tuple[Any, Any]:
     """``jax.custom_vjp`` rules: the same xp code (``xp=True``), or jax's own idiom."""
 
     def lse_value(x: Any) -> Any:
-        return _lse_value(x) if xp else jax.nn.logsumexp(x)
+        return ad_lse.fun(x) if xp else jax.nn.logsumexp(x)
 
     def lse_bwd(res: Any, ct: Any) -> tuple[Any]:
         x, out = res
@@ -96,7 +64,7 @@ def jax_rules(xp: bool) -> tuple[Any, Any]:
     lse.defvjp(lambda x: (lse_value(x), (x, lse_value(x))), lse_bwd)
 
     def layer_value(x: Any, W: Any, b: Any) -> Any:
-        return _layer_value(x, W, b) if xp else jnp.tanh(x @ W + b)
+        return ad_layer.fun(x, W, b) if xp else jnp.tanh(x @ W + b)
 
     def layer_bwd(res: Any, ct: Any) -> tuple[Any, Any, Any]:
         x, W, h = res
@@ -112,20 +80,6 @@ def jax_rules(xp: bool) -> tuple[Any, Any]:
     layer = jax.custom_vjp(layer_value)
     layer.defvjp(layer_fwd, layer_bwd)
     return lse, layer
-
-
-def tiny_loss(rule: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda x: rule(x) * 2.0
-
-
-def mlp_loss(rule: Callable[..., Any]) -> Callable[..., Any]:
-    def loss(p: dict[str, Any], x: Any, t: Any) -> Any:
-        xp = ad.array_namespace(p["W1"])
-        h = rule(x, p["W1"], p["b1"])
-        h = rule(h, p["W2"], p["b2"])
-        return xp.mean((h @ p["W3"] + p["b3"] - t) ** 2)
-
-    return loss
 
 
 def contenders(workload: str) -> tuple[dict[str, Callable[[], Any]], dict[str, Any]]:
