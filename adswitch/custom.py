@@ -69,6 +69,7 @@ class custom_vjp(RuleBase):
             return call_vjp(self, engine, args, self.out_shape)
         hook = engine_hook(engine, "custom_vjp", self._name())
         split = RuleArgs(args, self.nondiff_argnums, self._name())
+        split.refuse_traced_nondiff(engine, self._name())
         active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
         user_fwd, user_bwd = self.fwd, self.bwd
         out_td: list[trees.TreeDef] = []  # set by fn or fwd, read by bwd
@@ -131,6 +132,7 @@ class custom_jvp(RuleBase):
             return call_jvp(self, engine, args, self.out_shape)
         hook = engine_hook(engine, "custom_jvp", self._name())
         split = RuleArgs(args, self.nondiff_argnums, self._name())
+        split.refuse_traced_nondiff(engine, self._name())
         active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
         user_rule = self.rule
         out_td: list[trees.TreeDef] = []

@@ -154,6 +154,7 @@ def call_vjp(rule: Any, engine: Any, args: tuple[Any, ...], out_shape: Any) -> A
 
     name = rule._name()
     split = RuleArgs(args, rule.nondiff_argnums, name)
+    split.refuse_traced_nondiff(engine, name)
     active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
     user_fwd, user_bwd = rule.fwd, rule.bwd
     assert user_fwd is not None and user_bwd is not None
@@ -242,6 +243,7 @@ def call_jvp(rule: Any, engine: Any, args: tuple[Any, ...], out_shape: Any) -> A
     reverse_fix = getattr(rule, "host_reverse_fix", REVERSE_FIX)
     name = rule._name()
     split = RuleArgs(args, rule.nondiff_argnums, name)
+    split.refuse_traced_nondiff(engine, name)
     active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
     user_rule = rule.rule
     assert user_rule is not None

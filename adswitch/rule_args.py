@@ -15,7 +15,7 @@ from typing import Any
 from adswitch import trees
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.errors import UnsupportedError, UsageError
-from adswitch.leaves import is_array
+from adswitch.leaves import is_array, leaf_kind
 
 __all__ = [
     "RuleArgs",
@@ -116,6 +116,27 @@ class RuleArgs:
             self.leaves.extend(leaves)
             self.treedefs.append(td)
             self.counts.append(len(leaves))
+
+    def refuse_traced_nondiff(self, engine: Any, name: str) -> None:
+        """A non-differentiated argument must not carry derivatives: the rule has none for
+        it, so what flows through it would be dropped silently (jax refuses the same)."""
+        traced = getattr(engine, "is_traced", None)
+        for pos, arg in zip(self.nondiff, self.nondiff_args):
+            leaves, td = trees.flatten(arg)
+            for j, leaf in enumerate(leaves):
+                if not engine.owns(leaf):
+                    continue
+                if traced(leaf) if traced is not None else leaf_kind(leaf) == "f":
+                    path = trees.leaf_path(td, f"args[{pos}]", j)
+                    raise UsageError(
+                        f"{name}: {path} is in nondiff_argnums but depends on the values "
+                        "being differentiated (it is traced by the enclosing call), and "
+                        "the rule gives no derivative for it, so that part of the "
+                        f"derivative would be lost. Fix: take argument {pos} out of "
+                        "nondiff_argnums and return its cotangent from bwd (None for a "
+                        "zero), or pass ad.stop_gradient(...) of it if its derivative is "
+                        "meant to be dropped."
+                    )
 
     def diff_args(self, leaves: Sequence[Any]) -> list[Any]:
         out, start = [], 0

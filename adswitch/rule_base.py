@@ -23,6 +23,9 @@ class RuleBase:
     input structure (so a rule's output can be checked against it)."""
 
     kind = "rule"
+    # What a rule's results depend on, for engines that watch what ``f`` reads (the
+    # tape's replay guard): the function and its derivatives, not the caches.
+    __adswitch_state__ = ("fun", "fwd", "bwd", "rule", "nondiff_argnums", "host", "out_shape")
 
     def __init__(
         self,
@@ -66,6 +69,9 @@ class RuleBase:
             out_td[:] = [td]
             return out_leaves
 
+        # what the rule's callables close over besides the leaves (``Backend.custom_vjp``):
+        # an engine that replays a recorded rule call checks that they stay the same
+        fn.nondiff_args = split.nondiff_args  # type: ignore[attr-defined]
         return fn
 
     def _check_out(

@@ -376,21 +376,51 @@ def test_tape_ties_and_duplicated_through_rules() -> None:
     np.testing.assert_allclose(shadow, _np_softmax(X), rtol=1e-12)
 
 
-@pytest.mark.filterwarnings("ignore::adswitch_tape.notices.TapeReplayWarning")
-def test_tape_rules_prepared_at_a_second_point() -> None:
+def test_tape_rules_prepared_replay() -> None:
+    # A prepared call records a rule call as one operation and replays it (no
+    # TapeReplayWarning): the user's fwd/bwd run again on the new values.
+    import warnings
+
     from adswitch_tape.notices import TapeReplayWarning
 
-    y = X[::-1] * 2.0
-    with pytest.warns(TapeReplayWarning, match="custom rule"):
+    y, z = X[::-1] * 2.0, X * 0.5 - 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TapeReplayWarning)
         grad = ad.prepare(ad.gradient, lse, X, backend="tape")
-        np.testing.assert_allclose(grad(X)[0], _np_softmax(X), rtol=1e-12)
-        np.testing.assert_allclose(grad(y)[0], _np_softmax(y), rtol=1e-12)
-    jvp = ad.prepare(ad.jvp, sin2, (X,), (V,), backend="tape")
-    np.testing.assert_allclose(jvp((y,), (V,))[1], 2 * np.cos(y) * V)
-    jac = ad.prepare(ad.jacobian, clipped, X, backend="tape")
-    np.testing.assert_allclose(jac(y)[0], np.eye(4))
+        for point in (X, y, z):
+            np.testing.assert_allclose(grad(point)[0], _np_softmax(point), rtol=1e-12)
+        jvp = ad.prepare(ad.jvp, sin2, (X,), (V,), backend="tape")
+        for point in (y, z):
+            np.testing.assert_allclose(jvp((point,), (V,))[1], 2 * np.cos(point) * V)
+        jac = ad.prepare(ad.jacobian, clipped, X, backend="tape")
+        np.testing.assert_allclose(jac(y)[0], np.eye(4))
+        both = ad.prepare(ad.gradient, lambda x: lse(x) * _sum(3.0 * clipped(x)), X,
+                          backend="tape")  # fmt: skip
+        for point in (y, z):
+            ref = _np_softmax(point) * _sum(3.0 * point) + np.clip(3.0 * _np_lse(point), -1, 1)
+            np.testing.assert_allclose(both(point)[0], ref, rtol=1e-12)
     hess = ad.prepare(ad.hessian, lse, X, backend="tape")
     np.testing.assert_allclose(_h(hess(y)), _fd_jacobian(_np_softmax, y), atol=1e-8)
+
+
+def test_tape_rules_prepared_nondiff_arguments() -> None:
+    # A numeric nondiff argument replays; one the replay could not recompute (an
+    # object) makes the call trace every time, warned, with the right numbers.
+    from adswitch_tape.notices import TapeReplayWarning
+
+    scale = ad.custom_vjp(lambda x, k: x * k["k"], nondiff_argnums=(1,))
+    scale.defvjp(lambda x, k: (x * k["k"], None), lambda k, r, ct: (ct * k["k"],))
+    box = {"k": 3.0}
+    grad = ad.prepare(ad.gradient, lambda x: _sum(scale(x, box)), X, backend="tape")
+    np.testing.assert_allclose(grad(X)[0], np.full(4, 3.0))
+    box["k"] = 5.0  # read through f's closure: the guard sees it, f is traced again
+    np.testing.assert_allclose(grad(X)[0], np.full(4, 5.0))
+    obj = type("Box", (), {"k": 2.0})()
+    scale2 = ad.custom_vjp(lambda x, o: x * o.k, nondiff_argnums=(1,))
+    scale2.defvjp(lambda x, o: (x * o.k, None), lambda o, r, ct: (ct * o.k,))
+    with pytest.warns(TapeReplayWarning, match="custom rule"):
+        g2 = ad.prepare(ad.gradient, lambda x: _sum(scale2(x, obj)), X, backend="tape")
+        np.testing.assert_allclose(g2(X * 2)[0], np.full(4, 2.0))
 
 
 def test_tape_third_order_and_zero_cotangents() -> None:

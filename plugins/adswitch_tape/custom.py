@@ -27,11 +27,18 @@ pushforwards): the user's ``bwd``/``rule`` are written for one cotangent, so the
 called once per row and the rows stacked (a ``custom_jvp``'s reverse sweep is batched
 natively: it is an ordinary tape sweep).
 
-Prepared calls (``ad.prepare``): a rule call makes the recording refuse, so a prepared
-call with a rule traces ``f`` on every call (warned once, ``TapeReplayWarning``). A
-replay could not call the rule again correctly: the front end's callables close over
-that call's non-differentiated arguments and tree structures, and a replay never runs
-the front end. Re-tracing is what is always right.
+Prepared calls (``ad.prepare``): a rule call is recorded as one operation (the rule
+entry, whose replayed ``impl`` runs the user's ``fwd`` -- ``f`` for a jvp rule -- on the
+new values) and one per output (its ``pick``), so a replay calls the user's code again
+and sweeps through the same rule. The front end's callables close over the call's
+non-differentiated arguments (``fn.nondiff_args``) and tree structures, which a replay
+does not recompute: the recording refuses -- ``f`` is traced on every call, warned once
+(``TapeReplayWarning``) -- when a non-differentiated argument could differ at the next
+call (a traced array, or an object other than numbers, strings and numpy arrays: numpy
+arrays are either ``Const`` arguments, whose values key the recorded program, or made
+from constants ``f``'s guard watches), and when the rule has a non-floating output (a
+replay would hand back the recorded one). The callables are shared by the replays of
+one prepared call, so one prepared call with a rule replays in one thread at a time.
 """
 
 from __future__ import annotations
@@ -59,9 +66,10 @@ NO_FORWARD = (
     "use a reverse-mode operator (ad.gradient, ad.vjp, jacobian mode='reverse')."
 )
 _REFUSE = (
-    "calls a custom rule (ad.custom_vjp / ad.custom_jvp), whose Python code a replay "
-    "cannot run again"
+    "calls a custom rule (ad.custom_vjp / ad.custom_jvp) whose non-differentiated "
+    "arguments or non-floating outputs a replay could not recompute"
 )
+_STATIC = (type(None), bool, int, float, complex, str, bytes, np.generic, np.dtype, np.ndarray)
 
 Fn = Callable[[list[Any]], list[Any]]
 
@@ -86,13 +94,21 @@ class _Node:
     """A rule entry's value: the user's callables, the residuals of the bottom ``fwd``,
     and each output's ``(shape, dtype)`` (``None``: not floating, no derivative)."""
 
-    __slots__ = ("kind", "outs", "residuals", "spec")
+    __slots__ = ("kind", "outs", "residuals", "spec", "values")
 
-    def __init__(self, kind: str, spec: tuple[Any, ...], residuals: Any, outs: list[Any]):
+    def __init__(
+        self,
+        kind: str,
+        spec: tuple[Any, ...],
+        residuals: Any,
+        outs: list[Any],
+        values: list[Any] | None = None,
+    ):
         self.kind = kind
         self.spec = spec
         self.residuals = residuals
         self.outs = outs
+        self.values = values  # the outputs, in a replay (its picks read them)
 
 
 class _Cotangents:
@@ -129,18 +145,23 @@ class _PerArgument:
         return lambda g, node, *args: rule(k, g, node, args)
 
 
-def _pick_vjp(g: Any, ans: tuple[int, int], *_: Any) -> _Cotangents:
-    i, n = ans
+def _pick_vjp(g: Any, ans: Any, *_: Any, i: int, n: int) -> _Cotangents:
     items: list[Any] = [None] * n
     items[i] = g
     return _Cotangents(items)
 
 
-def _pick_jvp(ts: tuple[Any, ...], ans: tuple[int, int], *_: Any) -> Any:
-    return ts[0][ans[0]]
+def _pick_jvp(ts: tuple[Any, ...], ans: Any, *_: Any, i: int, n: int) -> Any:
+    return ts[0][i]
 
 
-_PICK = Prim("custom_rule_output", lambda *a: None, False, True, "none")
+def _pick_impl(node: _Node, i: int, n: int) -> Any:
+    """A replayed pick: output ``i`` of the replayed rule entry."""
+    assert node.values is not None
+    return node.values[i]
+
+
+_PICK = Prim("custom_rule_output", _pick_impl, False, False, "none")
 _PICK.rules = [_pick_vjp]
 _PICK.jvp = _pick_jvp
 
@@ -169,16 +190,12 @@ def _call(p: Prim, spec: tuple[Any, ...], leaves: list[Any]) -> tuple[list[Any],
             if a._trace.level and (top is None or a._trace.level > top.level):
                 top = a._trace
     if top is None:  # the bottom: the user's code on plain values, nothing recorded
-        values = [raw(a) if type(a) is Tracer else a for a in leaves]  # (fresh buffers)
-        if p is _VJP:
-            outs, residuals = spec[1](values)
-        else:
-            outs, residuals = spec[0](values), None
-        return [np.asarray(o, dtype=np.float64) if type(o) is float else o for o in outs], residuals
+        return _bottom(p, spec, [raw(a) if type(a) is Tracer else a for a in leaves])
     if not top.live:
         raise escaped(p.name)
-    if top.recording is not None:
-        top.recording.refuse(_REFUSE)
+    recording = top.recording
+    if recording is not None and not _static(getattr(spec[0], "nondiff_args", [object()])):
+        recording.refuse(_REFUSE)
     vals: list[Any] = []
     parents: list[int | None] = []
     for a in leaves:
@@ -197,7 +214,12 @@ def _call(p: Prim, spec: tuple[Any, ...], leaves: list[Any]) -> tuple[list[Any],
         return outs, residuals
     shapes = [(tuple(o.shape), o.dtype) if _floating(o) else None for o in outs]
     tape = top.tape
-    tape.append((p, tuple(vals), _Node(p.name, spec, residuals, shapes), None, tuple(parents)))
+    node = _Node(p.name, spec, residuals, shapes)
+    tape.append((p, tuple(vals), node, None, tuple(parents)))
+    if recording is not None:
+        if None in shapes:
+            recording.refuse(_REFUSE)
+        recording.op(tuple(vals), None, node, trusted={"spec": spec})
     slot = len(tape) - 1
     n = len(outs)
     results = []
@@ -205,9 +227,42 @@ def _call(p: Prim, spec: tuple[Any, ...], leaves: list[Any]) -> tuple[list[Any],
         if s is None:
             results.append(o)
             continue
-        tape.append((_PICK, (None,), (i, n), None, slot))
+        kw = {"i": i, "n": n}
+        tape.append((_PICK, (None,), None, kw, slot))
+        if recording is not None:
+            recording.op((node,), kw, o)
         results.append(Tracer(o, top, len(tape) - 1))
     return results, residuals
+
+
+def _bottom(p: Prim, spec: tuple[Any, ...], values: list[Any]) -> tuple[list[Any], Any]:
+    """The user's code on plain values: the outputs, and ``fwd``'s residuals."""
+    if p is _VJP:
+        outs, residuals = spec[1](values)
+    else:
+        outs, residuals = spec[0](values), None
+    return [np.asarray(o, dtype=np.float64) if type(o) is float else o for o in outs], residuals
+
+
+def _replayed(p: Prim) -> Callable[..., _Node]:
+    """The ``impl`` a replay calls for a rule entry: the rule at the bottom, as a node."""
+
+    def impl(*values: Any, spec: tuple[Any, ...]) -> _Node:
+        outs, residuals = _bottom(p, spec, list(values))
+        shapes = [(tuple(o.shape), o.dtype) if _floating(o) else None for o in outs]
+        return _Node(p.name, spec, residuals, shapes, outs)
+
+    return impl
+
+
+def _static(nondiff: Any) -> bool:
+    """Whether a rule's non-differentiated arguments stay the same in a replay (module
+    doc): numbers, strings, numpy arrays and containers of them, no tracers."""
+    if isinstance(nondiff, (tuple, list)):
+        return all(_static(v) for v in nondiff)
+    if isinstance(nondiff, dict):
+        return all(_static(v) for v in nondiff.values())
+    return type(nondiff) is not Tracer and isinstance(nondiff, _STATIC)
 
 
 def _floating(o: Any) -> bool:
@@ -293,8 +348,10 @@ def _transpose(rule: Any, args: tuple[Any, ...], cts: list[Any], b: int) -> list
 
 
 _VJP = Prim("custom_vjp", lambda *a: None, True, True, "values")
+_VJP.impl = _replayed(_VJP)
 _VJP.rules = _PerArgument(_vjp_rule)  # type: ignore[assignment]
 _VJP.jvp = _vjp_tangent
 _JVP = Prim("custom_jvp", lambda *a: None, True, True, "values")
+_JVP.impl = _replayed(_JVP)
 _JVP.rules = _PerArgument(_jvp_rule)  # type: ignore[assignment]
 _JVP.jvp = _jvp_tangent

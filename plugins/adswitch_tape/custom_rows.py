@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .core import BATCH
-from .tracer import Tracer
+from .tracer import Tracer, raw
 
 __all__ = ["batch_shape", "cotangent", "filled", "per_row", "stacked", "unbatched"]
 
@@ -85,6 +85,11 @@ def cotangent(c: Any, arg: Any, batch: tuple[int, ...]) -> Any:
     returns), a Python number as an array of the argument's dtype."""
     if c is None:
         return np.zeros(batch + tuple(np.shape(arg)), dtype=_dtype(arg))
-    if type(c) is Tracer or type(c) is np.ndarray:
+    if type(c) is Tracer:
+        # a tracer in a sweep that is not recorded (``arg`` plain) came from a constant
+        # the rule closes over (an ``ad.stop_gradient`` value: traced non-differentiated
+        # arguments are refused by the front end): its value, not a leaked tracer
+        return c if type(arg) is Tracer else np.asarray(raw(c))
+    if type(c) is np.ndarray:
         return c
     return np.asarray(c, dtype=_dtype(arg))

@@ -114,6 +114,20 @@ class TapeBackend(BackendBase):
             return _replay().jvp(fn, leaves, active, tangents, info)  # type: ignore[no-any-return]
         return _operators().jvp(fn, leaves, active, tangents, info)  # type: ignore[no-any-return]
 
+    def is_traced(self, value: Any) -> bool:
+        """Whether ``value`` carries derivatives of a running call: a tracer with history
+        at some level (a fresh buffer or a value made of constants has none)."""
+        from .core import sync
+        from .tracer import Tracer
+
+        while type(value) is Tracer:
+            if value._base is not None:
+                sync(value)
+            if value._idx is not None:
+                return True
+            value = value._value
+        return False
+
     def stop_gradient(self, value: Any) -> Any:
         """``ad.stop_gradient``'s hook: a tape array without history at any level (the
         tape's way for zero-derivative functions such as ``floor``). Reading the value

@@ -142,9 +142,17 @@ class Recording:
                 f"comparison, np.asarray, a mask or index made from it){line}"
             )
 
-    def op(self, vals: tuple[Any, ...], kw: dict[str, Any] | None, ans: Any) -> None:
+    def op(
+        self,
+        vals: tuple[Any, ...],
+        kw: dict[str, Any] | None,
+        ans: Any,
+        trusted: dict[str, Any] | None = None,
+    ) -> None:
         """The operation just recorded at the tape's last slot, with its whole arguments
-        and its result ``ans`` (of which the type, shape and dtype are kept)."""
+        and its result ``ans`` (of which the type, shape and dtype are kept).
+        ``trusted``: keyword arguments of the replay's call kept as they are (a custom
+        rule's callables, which its caller has vouched for), instead of ``kw`` frozen."""
         trace = self.trace
         assert trace is not None
         slot = len(trace.tape) - 1
@@ -156,7 +164,9 @@ class Recording:
         sources = tuple(
             ("v", j) if j is not None else self._argument(v) for v, j in zip(vals, parents)
         )
-        frozen = None if kw is None else {k: self._constant(v) for k, v in kw.items()}
+        frozen = trusted
+        if trusted is None and kw is not None:
+            frozen = {k: self._constant(v) for k, v in kw.items()}
         self.ops.append((slot, sources, frozen))
         if np.geterr() != self.errstate:  # (a replay runs in the caller's np.errstate)
             self.refuse("changes numpy's error handling inside f (np.errstate, np.seterr)")

@@ -246,6 +246,14 @@ class Walk:
 
     def instance(self, obj: Any) -> None:
         kind = type(obj)
+        behaviour = getattr(kind, "__adswitch_state__", None)
+        if type(behaviour) is tuple and _library(kind):
+            # an adswitch object naming the attributes its results depend on (a rule's
+            # function and derivatives); the rest are its caches, filled by the calls
+            self.probe(ATTR, obj, "__class__", kind)
+            for name in behaviour:
+                self.probe(ATTR, obj, name, getattr(obj, name, MISSING))
+            return
         attributes = getattr(obj, "__dict__", None)
         slots = [s for c in kind.__mro__ for s in getattr(c, "__slots__", ()) if type(s) is str]
         if type(attributes) is not dict and not slots:

@@ -378,6 +378,28 @@ def _function(torch: Any, kind: str) -> Any:
     return made
 
 
+def _apply(torch: Any, kind: str, call: _Call, leaves: Sequence[Any]) -> Any:
+    """``Function.apply``, without its per-call ``inspect.signature`` outside ``torch.func``.
+
+    A Function with ``setup_context`` binds its arguments to ``forward``'s signature on
+    every call (about 25 us, a tiny rule's whole budget) and only then, when no
+    ``torch.func`` transform is active, hands them to the autograd C++ ``apply``. Our
+    ``forward(call, *leaves)`` has no defaults to bind, so outside a transform the C++
+    ``apply`` is called directly, after the same unwrapping of dead functorch wrappers
+    (tensors that escaped a finished transform); inside one, torch's own path
+    (``custom_function_call``) is kept.
+    """
+    function = _function(torch, kind)
+    if torch._C._are_functorch_transforms_active():
+        return function.apply(call, *leaves)
+    unwrap: Any = _functions.get("unwrap")
+    if unwrap is None:
+        from torch._functorch.utils import unwrap_dead_wrappers as unwrap
+
+        _functions["unwrap"] = unwrap
+    return super(torch.autograd.Function, function).apply(call, *unwrap(tuple(leaves)))
+
+
 def custom_vjp(
     torch: Any,
     fn: Callable[[list[Any]], list[Any]],
@@ -389,7 +411,7 @@ def custom_vjp(
     """``Backend.custom_vjp`` on torch (module doc)."""
     call = _Call(fn, fwd, bwd, None, leaves)
     call.split(torch, leaves)
-    out = _function(torch, "vjp").apply(call, *leaves)
+    out = _apply(torch, "vjp", call, leaves)
     return list(out[: call.n_out])
 
 
@@ -403,7 +425,7 @@ def custom_jvp(
     """``Backend.custom_jvp`` on torch (module doc)."""
     call = _Call(fn, None, None, rule, leaves)
     call.split(torch, leaves)
-    return list(_function(torch, "jvp").apply(call, *leaves))
+    return list(_apply(torch, "jvp", call, leaves))
 
 
 def stop_gradient(torch: Any, value: Any) -> Any:

@@ -324,6 +324,16 @@ class TorchBackend(BackendBase):
         """A user's jvp rule as a ``torch.autograd.Function`` (``_custom``)."""
         return _custom.custom_jvp(self._torch or self._engine(), fn, rule, leaves, active)
 
+    def is_traced(self, value: Any) -> bool:
+        """Whether ``value`` carries derivatives: a graph (``requires_grad``), a
+        ``torch.func`` grad level, or a forward-mode tangent."""
+        torch = self._torch or self._engine()
+        if not isinstance(value, torch.Tensor):
+            return False
+        if value.requires_grad or torch._C._functorch.is_gradtrackingtensor(value):
+            return True
+        return torch.autograd.forward_ad.unpack_dual(value).tangent is not None
+
     def stop_gradient(self, value: Any) -> Any:
         """``value.detach()`` (``_custom``)."""
         return _custom.stop_gradient(self._torch or self._engine(), value)
