@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from adswitch.accepts import check_flag
 from adswitch.call import run_gradient, start
+from adswitch.compilers import outside_compilers
 from adswitch.spec import Backend
 
 __all__ = ["WithGradient", "gradient", "withgradient"]
@@ -19,6 +20,7 @@ class WithGradient(NamedTuple):
     grad: tuple[Any, ...]
 
 
+@outside_compilers
 def withgradient(
     f: Callable[..., Any], *args: Any, backend: str | Backend | None = None, zero: bool = True
 ) -> WithGradient:
@@ -64,6 +66,7 @@ def withgradient(
     )
 
 
+@outside_compilers
 def gradient(
     f: Callable[..., Any], *args: Any, backend: str | Backend | None = None, zero: bool = True
 ) -> tuple[Any, ...]:

@@ -3,7 +3,7 @@
 Every operator starts the same way -- :func:`start` plans the arguments, picks the engine
 and checks what can be checked before ``f`` runs -- and runs its engine primitive inside
 :func:`running`, so that calls made inside ``f`` know which engine encloses them.
-:func:`differentiate` is ``gradient``/``withgradient`` on that machinery.
+:func:`run_gradient` is ``gradient``/``withgradient`` on that machinery.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
 from adswitch import derive, keys, selection
-from adswitch.accepts import check_accepts, check_flag
+from adswitch.accepts import check_accepts
 from adswitch.activity import Duplicated
 from adswitch.derive_support import NATIVES
 from adswitch.errors import ActivityError
@@ -24,7 +24,7 @@ from adswitch.registry import default_registry
 from adswitch.results import loss_value, place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend, CallInfo
 
-__all__ = ["Started", "differentiate", "run_gradient", "running", "start"]
+__all__ = ["Started", "run_gradient", "running", "start"]
 
 
 class Started(NamedTuple):
@@ -112,6 +112,13 @@ def start(
 
 
 _new_tuple = tuple.__new__
+# ``run_gradient`` builds a CallInfo by position (see above): a field added or moved in
+# ``spec.CallInfo`` must fail here, at import, not shift meanings silently.
+if CallInfo._fields != (
+    "depth", "cache_key", "entry", "func", "batched", "prepared", "structure_key",
+    "wants_outputs",
+):  # fmt: skip
+    raise ImportError("adswitch.call builds CallInfo by position: update run_gradient")
 
 
 class running:  # (lower case: it reads as the function it was, ``with running(engine):``)
@@ -132,24 +139,11 @@ class running:  # (lower case: it reads as the function it was, ``with running(e
         selection.current_calls.reset(self.token)
 
 
-def differentiate(
-    f: Callable[..., Any],
-    args: tuple[Any, ...],
-    backend: str | Backend | None,
-    zero: bool,
-    entry: str,
-) -> tuple[Any, tuple[Any, ...]]:
-    """``(f's output, gradients)`` of one call; the output is ``None`` for
-    ``entry == "gradient"`` (it is not rebuilt)."""
-    if zero is not True and zero is not False:
-        check_flag("zero", zero)
-    return run_gradient(start(f, args, backend, entry), f, zero, entry)
-
-
 def run_gradient(
     started: Started, f: Callable[..., Any], zero: bool, entry: str
 ) -> tuple[Any, tuple[Any, ...]]:
-    """:func:`differentiate` on a started call (also the run of a prepared one)."""
+    """``(f's output, gradients)`` of a started call (also the run of a prepared one); the
+    output is ``None`` for ``entry == "gradient"`` (it is not rebuilt)."""
     plan, engine, depth, prepared, _ = started
     fn = LossFunction(f, plan)
     if prepared is None and not engine.capabilities.compiles:  # no keys to make: built here

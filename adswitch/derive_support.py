@@ -44,10 +44,11 @@ def with_batched(info: CallInfo, flag: bool) -> CallInfo:
     trip, a microsecond of a prepared Jacobian's call), and ``info`` itself when it is so."""
     if info.batched is flag:
         return info
-    return _new_tuple(CallInfo, (*info[:4], flag, *info[5:]))
+    return _new_tuple(CallInfo, (*info[:_BATCHED], flag, *info[_BATCHED + 1 :]))
 
 
 _new_tuple = tuple.__new__
+_BATCHED = CallInfo._fields.index("batched")  # (by name: a new field shifts nothing)
 
 
 def natives(engine: Backend) -> frozenset[str]:

@@ -12,6 +12,7 @@ from adswitch.accepts import check_flag
 from adswitch.activity import Const, Duplicated
 from adswitch.bases import numpy_dtype
 from adswitch.call import Started, running, start
+from adswitch.compilers import outside_compilers
 from adswitch.errors import ActivityError
 from adswitch.leaves import describe, leaf_kind
 from adswitch.outputs import OutputFunction, Outputs
@@ -22,6 +23,7 @@ from adswitch.tangents import tangents_per_leaf
 __all__ = ["derivative", "derivative_primals", "jvp", "run_jvp"]
 
 
+@outside_compilers
 def jvp(
     f: Callable[..., Any],
     primals: Sequence[Any],
@@ -110,6 +112,7 @@ def output_tree(
     return trees.unflatten(layout.y_def, leaves)
 
 
+@outside_compilers
 def derivative(
     f: Callable[..., Any], x: Any, *args: Any, backend: str | Backend | None = None
 ) -> Any:

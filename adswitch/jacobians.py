@@ -18,6 +18,7 @@ from adswitch import derive, trees
 from adswitch.accepts import check_flag
 from adswitch.bases import Layout, basis, block, numpy_dtype, shape_of
 from adswitch.call import Started, running, start
+from adswitch.compilers import outside_compilers
 from adswitch.errors import UsageError
 from adswitch.namespace import array_namespace
 from adswitch.outputs import OutputFunction
@@ -37,6 +38,7 @@ _OUTPUT_SIZES: OrderedDict[Hashable, int] = OrderedDict()
 _OUTPUT_SIZES_MAX = 512
 
 
+@outside_compilers
 def jacobian(
     f: Callable[..., Any],
     *args: Any,
@@ -60,9 +62,14 @@ def jacobian(
         sparsity: ``None`` (dense), ``"detect"`` (``ad.sparsity``) or a pattern of shape
             ``(y.size, x.size)``: the Jacobian is then computed compressed (one batched
             call over the pattern's colors) and returned as a ``scipy.sparse.csr_array``
-            (for numpy, torch and jax inputs alike), for one array argument and output.
-            An incomplete pattern drops the entries outside it: ``check=True`` compares
-            with the dense Jacobian and raises if a nonzero lies outside.
+            (for numpy, torch and jax inputs alike) for one array argument and output.
+            With several differentiated arguments (or trees), or a tree output, the
+            pattern is the whole flattened matrix (the order of ``ad.sparsity``: rows the
+            floating output leaves, columns the differentiated leaves, leaf after leaf,
+            each in C order), and the result has the dense layout below with each block a
+            ``csr_array`` of shape ``(out_leaf.size, in_leaf.size)``. An incomplete
+            pattern drops the entries outside it: ``check=True`` compares with the dense
+            Jacobian and raises if a nonzero lies outside.
 
     Returns:
         The layout of ``jax.jacrev(f, argnums=<every position>)``, each block in the
@@ -83,8 +90,9 @@ def jacobian(
     check_flag("has_aux", has_aux)
     started = start(f, args, backend, "jacobian", duplicated_ok=False)
     if sparsity is not None:  # (compressed: adswitch.sparse, which imports scipy)
-        from adswitch.sparse.compressed import setup, sparse_jacobian
+        from adswitch.sparse.compressed import refuse_traced, setup, sparse_jacobian
 
+        refuse_traced(started)
         s = setup(f, args, sparsity, mode, started.engine)
         return sparse_jacobian(started, f, has_aux, s, run_jacobian if check else None)
     return run_jacobian(started, f, mode, has_aux)

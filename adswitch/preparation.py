@@ -28,6 +28,7 @@ from adswitch.accepts import check_flag
 from adswitch.activity import Active, Const, Duplicated
 from adswitch.api import WithGradient, gradient, withgradient
 from adswitch.call import Started, run_gradient, start
+from adswitch.compilers import outside_compilers
 from adswitch.errors import PreparationError, UsageError
 from adswitch.forward import derivative, derivative_primals, jvp, run_jvp
 from adswitch.jacobians import MODES, jacobian, run_jacobian
@@ -35,7 +36,7 @@ from adswitch.leaves import ARRAY_TYPES, SCALAR_TYPES, describe
 from adswitch.overlap import check_overlap
 from adswitch.plan import CONST, KIND_NAMES, PLAIN, ArgPlan, Plan, unwrap
 from adswitch.reverse import run_vjp, vjp
-from adswitch.second_order import hessian, hvp, run_hessian, run_hvp
+from adswitch.second_order import hessian, hvp, run_hessian, run_hvp, run_sparse_hessian
 from adswitch.signatures import describe_signature, signature, stands_in
 from adswitch.spec import Backend
 
@@ -51,10 +52,12 @@ _OPERATORS: dict[Callable[..., Any], tuple[str, dict[str, Any], bool, bool]] = {
     vjp: ("vjp", {"has_aux": False, "zero": True}, False, True),
     jvp: ("jvp", {"has_aux": False}, True, False),
     jacobian: (
-        "jacobian", {"mode": "auto", "has_aux": False, "sparsity": None, "check": False}, False,
+        "jacobian",
+        {"mode": "auto", "has_aux": False, "sparsity": None, "check": False},
+        False,
         False,
     ),
-    hessian: ("hessian", {}, False, False),
+    hessian: ("hessian", {"sparsity": None, "check": False}, False, False),
     hvp: ("hvp", {"zero": True}, True, True),
     derivative: ("derivative", {}, False, False),
 }
@@ -120,9 +123,15 @@ def prepare(
     primals = _primals(name, args, split)
     started = start(f, primals, backend, name, duplicated_ok=duplicated_ok)
     if name == "jacobian" and kwargs["sparsity"] is not None:  # detected and colored once
-        from adswitch.sparse.compressed import setup
+        from adswitch.sparse.compressed import refuse_traced, setup
 
+        refuse_traced(started)
         kwargs["sparsity"] = setup(f, primals, kwargs["sparsity"], kwargs["mode"], started.engine)
+    if name == "hessian" and kwargs["sparsity"] is not None:  # detected and colored once
+        from adswitch.sparse.hessian import setup_hessian
+
+        check_flag("check", kwargs["check"])
+        kwargs["sparsity"] = setup_hessian(f, primals, kwargs["sparsity"], started)
     return Prepared(name, f, kwargs, split, started, backend is not None)
 
 
@@ -192,6 +201,7 @@ class Prepared:
         simple = plan.untied and not plan.has_duplicated
         self._simple = tuple([(p.kind, p.treedef) for p in plan.args]) if simple else None
 
+    @outside_compilers
     def __call__(self, *args: Any) -> Any:
         name, kw = self._name, self._kwargs
         tangents: Any = None
@@ -231,18 +241,22 @@ class Prepared:
                 return sparse_jacobian(started, f, kw["has_aux"], kw["sparsity"], dense)
             return run_jacobian(started, f, kw["mode"], kw["has_aux"])
         if name == "hessian":
+            if kw["sparsity"] is not None:
+                return run_sparse_hessian(started, f, kw["sparsity"], kw["check"])
             return run_hessian(started, f)
         return run_hvp(started, f, tangents, kw["zero"])
 
     @property
     def sparsity(self) -> Any:
-        """A sparse ``ad.jacobian``'s pattern (``scipy.sparse.csr_array``), else ``None``."""
+        """A sparse ``ad.jacobian``'s or ``ad.hessian``'s pattern (``scipy.sparse.csr_array``;
+        a Hessian's symmetrized), else ``None``."""
         s = self._kwargs.get("sparsity")
         return None if s is None else s.pattern
 
     @property
     def colors(self) -> Any:
-        """A sparse ``ad.jacobian``'s coloring (per column, or per row in reverse mode)."""
+        """A sparse ``ad.jacobian``'s coloring (per column, or per row in reverse mode), or
+        ``ad.hessian``'s (per variable: a star or a column coloring), else ``None``."""
         s = self._kwargs.get("sparsity")
         return None if s is None else s.colors
 

@@ -16,6 +16,7 @@ import difflib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -63,6 +64,7 @@ class Registry:
         self._module_owner: dict[str, Backend] = {}
         self._owner_of_type: dict[type, Backend | None] = {}
         self._trees_registered: set[str] = set()
+        self._barrier: Callable[[], Any] | None = None
         self._load_pending = load_entry_points
         self._lock = threading.RLock()
 
@@ -118,6 +120,22 @@ class Registry:
             for module in backend.array_modules:
                 self._module_owner[module] = backend
             self._owner_of_type.clear()
+            self._barrier = None
+
+    def compiler_barrier(self) -> Callable[[], Any]:
+        """The engines' ``compiler_barrier`` hooks as one (``adswitch.compilers``): what
+        the first hook that answers returns (a maker of opaque functions), or ``None``."""
+        barrier = self._barrier
+        if barrier is None:
+            self._ensure_loaded()
+            with self._lock:
+                hooks = tuple(
+                    hook
+                    for backend in self._backends.values()
+                    if (hook := getattr(backend, "compiler_barrier", None)) is not None
+                )
+                barrier = self._barrier = _combined(hooks)
+        return barrier
 
     # -- queries ---------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -273,6 +291,26 @@ class Registry:
 
 # Other names users reach for, by the engine they mean.
 _ALIASES = {"pytorch": "torch", "jaxlib": "jax", "hips": "autograd", "numpy": "tape"}
+
+
+def _no_barrier() -> None:
+    return None
+
+
+def _combined(hooks: tuple[Callable[[], Any], ...]) -> Callable[[], Any]:
+    if not hooks:
+        return _no_barrier
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def first() -> Any:
+        for hook in hooks:
+            made = hook()
+            if made is not None:
+                return made
+        return None
+
+    return first
 
 
 def did_you_mean(name: str, names: list[str]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from adswitch import derive, selection
 from adswitch.accepts import check_flag
 from adswitch.call import Started, running, start
+from adswitch.compilers import outside_compilers
 from adswitch.errors import UnsupportedError
 from adswitch.outputs import OutputFunction, Outputs
 from adswitch.plan import Plan
@@ -28,9 +29,22 @@ class Pullback:
     its total at its first position; a ``Duplicated`` argument's shadow gets the result
     added (zeroed first unless ``vjp(..., zero=False)``) and is its entry. Call it at the
     nesting level where ``vjp`` was called, as many times as you like.
+
+    An engine whose own transforms stage calls (jax) registers it as one of its trees
+    (:meth:`tree_flatten`, :meth:`tree_unflatten`), so a pullback can leave ``jax.jit``
+    and ``jax.vmap`` like ``jax.vjp``'s own: its leaves are the engine's residuals.
     """
 
-    __slots__ = ("_depth", "_engine", "_layout", "_plan", "_pullback", "_y_leaves", "_zero")
+    __slots__ = (
+        "_depth",
+        "_engine",
+        "_fixed",
+        "_layout",
+        "_plan",
+        "_pullback",
+        "_y_leaves",
+        "_zero",
+    )
 
     def __init__(
         self,
@@ -51,7 +65,42 @@ class Pullback:
         self._pullback = pullback
         self._depth = depth
         self._zero = zero
+        self._fixed: _Fixed | None = None
 
+    def tree_flatten(self) -> tuple[tuple[Any], _Fixed]:
+        """``((engine pullback,), fixed part)``: the engine's pullback is the one child
+        (the engine's tree registration takes its residuals apart); everything else is
+        one fixed object, the same on every flatten of this pullback (and of those
+        rebuilt from it), so that an enclosing ``jax.jit`` taking it as an argument
+        compiles once for it.
+
+        Example:
+            >>> import numpy as np, adswitch as ad
+            >>> _, pullback = ad.vjp(lambda x: x * x, np.array([1.0]), backend="tape")
+            >>> children, fixed = pullback.tree_flatten()
+            >>> Pullback.tree_unflatten(fixed, children)(np.array([1.0]))[0].tolist()
+            [2.0]
+        """
+        fixed = self._fixed
+        if fixed is None:
+            fixed = self._fixed = _Fixed(self)
+        return (self._pullback,), fixed
+
+    @classmethod
+    def tree_unflatten(cls, fixed: _Fixed, children: Sequence[Any]) -> Pullback:
+        """The pullback :meth:`tree_flatten` took apart, on ``children``."""
+        pullback = cls.__new__(cls)
+        pullback._engine, pullback._plan, pullback._layout = fixed.engine, fixed.plan, fixed.layout
+        pullback._y_leaves, pullback._depth, pullback._zero = (
+            fixed.y_leaves,
+            fixed.depth,
+            fixed.zero,
+        )
+        pullback._pullback = children[0]
+        pullback._fixed = fixed
+        return pullback
+
+    @outside_compilers
     def __call__(self, cotangent: Any) -> tuple[Any, ...]:
         if len(selection.current_calls.get()) != self._depth:
             raise UnsupportedError(
@@ -74,6 +123,18 @@ class Pullback:
         return f"<adswitch pullback on engine {self._engine.name!r}>"
 
 
+class _Fixed:
+    """A :class:`Pullback`'s part that is no engine array (its tree's static data).
+    Compared by identity: what it holds (stand-ins of the outputs) is not hashable."""
+
+    __slots__ = ("depth", "engine", "layout", "plan", "y_leaves", "zero")
+
+    def __init__(self, pullback: Pullback) -> None:
+        self.engine, self.plan, self.layout = pullback._engine, pullback._plan, pullback._layout
+        self.y_leaves, self.depth, self.zero = pullback._y_leaves, pullback._depth, pullback._zero
+
+
+@outside_compilers
 def vjp(
     f: Callable[..., Any],
     *args: Any,

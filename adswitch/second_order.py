@@ -18,6 +18,7 @@ from adswitch import derive, selection, trees
 from adswitch.accepts import check_flag
 from adswitch.bases import Layout, basis, block
 from adswitch.call import Started, running, start
+from adswitch.compilers import outside_compilers
 from adswitch.errors import NoForwardRuleError, UnsupportedError
 from adswitch.namespace import array_namespace
 from adswitch.outputs import LossFunction, Outputs
@@ -26,7 +27,7 @@ from adswitch.results import place, restore_scalar_types, write_shadows
 from adswitch.spec import Backend, CallInfo
 from adswitch.tangents import tangents_per_leaf
 
-__all__ = ["GradientFunction", "hessian", "hvp", "run_hessian", "run_hvp"]
+__all__ = ["GradientFunction", "hessian", "hvp", "run_hessian", "run_hvp", "run_sparse_hessian"]
 
 
 class GradientFunction:
@@ -80,7 +81,14 @@ def _second_order_strategy(engine: Backend, operator: str) -> str:
     return "reverse-over-reverse"
 
 
-def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = None) -> Any:
+@outside_compilers
+def hessian(
+    f: Callable[..., Any],
+    *args: Any,
+    backend: str | Backend | None = None,
+    sparsity: Any = None,
+    check: bool = False,
+) -> Any:
     """The Hessian of ``f``'s scalar loss with respect to every non-``Const`` argument.
 
     Args:
@@ -88,12 +96,23 @@ def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = N
             whose first element is one (aux outputs after it are ignored).
         *args: the arguments, plain or ``Const``.
         backend: the engine (see :func:`adswitch.gradient`).
+        sparsity: ``None`` (dense), ``"detect"`` (``ad.sparsity(f, *args,
+            of="hessian")``) or a pattern of shape ``(x.size, x.size)``: the Hessian is
+            then computed compressed -- a star (or column) coloring of the pattern, one
+            batched H·v per color -- and returned as a symmetric ``scipy.sparse.csr_array``,
+            for one differentiated array argument. A pattern missing nonzeros gives wrong
+            entries (the missing ones are summed into those of their color):
+            ``check=True`` compares with the dense Hessian and raises a ``UsageError``
+            naming the entries it misses.
+        check: with ``sparsity``, compare with the dense Hessian (a debugging aid: it
+            costs the dense Hessian).
 
     Returns:
         ``H`` with ``H[a][b]`` the block for arguments ``a`` and ``b`` (``None`` where
         either is ``Const``): for array arguments an array of shape
         ``x_a.shape + x_b.shape``; for trees, the tree of ``a`` with each leaf replaced
-        by the tree of ``b`` holding the blocks (jax's ``hessian`` layout).
+        by the tree of ``b`` holding the blocks (jax's ``hessian`` layout). With
+        ``sparsity``, the ``csr_array`` alone.
 
     Example:
         >>> import adswitch as ad, numpy as np
@@ -101,7 +120,30 @@ def hessian(f: Callable[..., Any], *args: Any, backend: str | Backend | None = N
         >>> H[0][0].tolist()
         [[6.0, 0.0], [0.0, 12.0]]
     """
-    return run_hessian(start(f, args, backend, "hessian", duplicated_ok=False), f)
+    check_flag("check", check)
+    started = start(f, args, backend, "hessian", duplicated_ok=False)
+    if sparsity is not None:  # (compressed: adswitch.sparse, which imports scipy)
+        from adswitch.sparse.hessian import setup_hessian
+
+        setup = setup_hessian(f, args, sparsity, started)
+        return run_sparse_hessian(started, f, setup, check)
+    return run_hessian(started, f)
+
+
+def run_sparse_hessian(started: Started, f: Callable[..., Any], setup: Any, check: bool) -> Any:
+    """A sparse :func:`hessian` on a started call and a colored pattern
+    (``adswitch.sparse.hessian.HessianSetup``); the strategy as in :func:`run_hessian`."""
+    from adswitch.sparse.hessian import sparse_hessian
+
+    dense = run_hessian if check else None
+    strategy = _strategy(started.engine, "hessian", f)
+    if strategy == "forward-over-reverse":
+        try:
+            return sparse_hessian(started, f, setup, GradientFunction, strategy, dense)
+        except NoForwardRuleError:
+            _remember_vjp_rule(f)
+            strategy = "reverse-over-reverse"
+    return sparse_hessian(started, f, setup, GradientFunction, strategy, dense)
 
 
 # The functions whose forward-over-reverse met an ``ad.custom_vjp`` (which has no
@@ -215,6 +257,7 @@ def _scalar(value: Any, leaf_a: Any, leaf_b: Any, depth: int) -> Any:
     return value
 
 
+@outside_compilers
 def hvp(
     f: Callable[..., Any],
     primals: Sequence[Any],

@@ -83,6 +83,18 @@ from adswitch.errors import UnsupportedError
 from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
 from adswitch.leaves import leaf_kind
 from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
+from adswitch.linalg_kit import (
+    GAP_ULPS,
+    any_beyond,
+    beyond_rounding,
+    close_pairs,
+    equal_pairs,
+    gap_factor,
+    negligible,
+    spread_extreme,
+    tolerance,
+    well_conditioned,
+)
 from adswitch.linalg_refusals import LINALG_REFUSALS, known_linalg_refusal, linalg_refusal
 from adswitch.locking import restorable, same_contents
 from adswitch.notices import OnceWarner
@@ -105,6 +117,7 @@ __all__ = [
     "BackendBase",
     "EngineLoader",
     "FInfo",
+    "GAP_ULPS",
     "IInfo",
     "LINALG_REFUSALS",
     "MissingFunctionError",
@@ -112,18 +125,27 @@ __all__ = [
     "OnceWarner",
     "PRIMITIVES",
     "adswitch_backend",
+    "any_beyond",
     "array_methods",
+    "beyond_rounding",
+    "close_pairs",
+    "equal_pairs",
+    "gap_factor",
     "implements",
     "known_linalg_refusal",
     "leaf_kind",
     "linalg_refusal",
     "missing_function",
+    "negligible",
     "numpy_finfo",
     "numpy_iinfo",
     "restorable",
     "same_contents",
+    "spread_extreme",
     "tied_runs",
+    "tolerance",
     "user_line",
+    "well_conditioned",
 ]
 
 PROJECT = "adswitch"
@@ -176,6 +198,13 @@ class Capabilities:
         rules: ``ad.custom_jvp`` and ``ad.stop_gradient`` are honoured (the engine
             implements their hooks); ``False`` (finite differences, which only see
             ``f``'s values): they are an ``UnsupportedError``.
+        under: the engine's own transforms an adswitch call on it composes with, called
+            inside them (``"jit"``, ``"vmap"`` for jax's ``jax.jit`` and ``jax.vmap``);
+            ``adswitch conformance --under`` runs the suite inside the ones declared.
+        batched_rules: in a batched sweep (a reverse Jacobian, a batched pullback or
+            pushforward) a user rule's ``bwd`` -- or jvp rule -- is called once on the
+            whole batch of cotangents (``vmap``: jax, torch); ``False``: once per row,
+            the rows stacked (the same numbers, one Python call per row).
     """
 
     nested: bool = False
@@ -194,6 +223,8 @@ class Capabilities:
     kinks: bool = True
     custom_vjp: bool = True
     rules: bool = True
+    under: tuple[str, ...] = ()
+    batched_rules: bool = False
 
 
 class CallInfo(NamedTuple):
@@ -363,6 +394,21 @@ class Backend(Protocol):
       ``custom_vjp``.
     - ``stop_gradient(value) -> value``: one owned floating leaf, held constant in every
       mode and order (detach).
+    - ``is_traced(value) -> bool``: whether an owned value carries derivatives of a
+      running call (a tracer with history, a tensor that requires grad). A rule whose
+      ``nondiff_argnums`` argument is traced is refused (its derivative would be lost);
+      without the hook every owned floating value there counts as traced. ``fn`` has
+      an attribute ``nondiff_args`` (the non-differentiated arguments every callable
+      closes over): a prepared replay of a rule is right only while they stay the same.
+
+    Optional hook for compilers that trace the caller's Python (``torch.compile``; see
+    ``adswitch.compilers``):
+
+    - ``compiler_barrier() -> Callable | None``: while the engine's compiler is tracing
+      the code that calls an adswitch operator, a function that makes a function opaque
+      to it (``torch.compiler.disable``); ``None`` otherwise. Every public operator is then
+      called through it, once made, and runs eagerly. It is asked on every call: look the
+      engine up in ``sys.modules`` (never import it) and answer in well under 1 us.
 
     Optional hook for rematerialisation (``ad.checkpoint``; see ``adswitch.checkpointing``):
 

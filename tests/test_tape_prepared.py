@@ -50,7 +50,10 @@ def runs_of(*functions: Callable[..., Any]) -> Iterator[list[int]]:
 
 def assert_identical(got: Any, want: Any, path: str = "result") -> None:
     """The same structure, types, dtypes and exactly the same numbers (NaN where NaN)."""
-    if isinstance(want, np.ndarray):
+    if type(want).__module__.startswith("scipy.sparse"):  # (sparse Jacobians, Hessians)
+        assert type(got) is type(want) and got.shape == want.shape, f"{path}: {got!r}"
+        assert_identical(got.toarray(), want.toarray(), path)
+    elif isinstance(want, np.ndarray):
         assert type(got) is np.ndarray, f"{path}: {type(got).__name__}, expected an array"
         assert got.dtype == want.dtype and got.shape == want.shape, f"{path}: {got!r} vs {want!r}"
         np.testing.assert_array_equal(got, want, err_msg=path, strict=True)

@@ -1,5 +1,11 @@
 """Compressed Jacobians: one batched pushforward (pullback) of the colors' seeds instead
-of the identity basis, decompressed straight into a ``scipy.sparse.csr_array``."""
+of the identity basis, decompressed straight into a ``scipy.sparse.csr_array``.
+
+Several differentiated arguments (or trees) and tree outputs share one flattened matrix --
+rows: the floating output leaves' elements, columns: the differentiated leaves', each in
+C order, leaf after leaf -- colored and compressed as one; its blocks are then cut out
+into the dense ``ad.jacobian``'s layout.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from adswitch import derive
-from adswitch.bases import shape_of
+from adswitch import derive, trees
+from adswitch.bases import Layout, numpy_dtype
 from adswitch.call import Started, running
 from adswitch.errors import UsageError
-from adswitch.outputs import OutputFunction
+from adswitch.outputs import OutputFunction, Outputs
+from adswitch.plan import CONST, Plan
+from adswitch.results import place
 from adswitch.sparse.coloring import color_columns, color_rows, n_colors
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
 from adswitch.sparse.tracer import _sp
 
-__all__ = ["SparseSetup", "setup", "sparse_jacobian"]
+__all__ = ["SparseSetup", "refuse_traced", "setup", "sparse_jacobian"]
 
 
 class SparseSetup:
@@ -67,57 +75,155 @@ def sparse_jacobian(
     s: SparseSetup,
     dense: Callable[..., Any] | None = None,
 ) -> Any:
-    """The Jacobian of ``f``'s one output in its one active argument, as a csr_array."""
+    """The Jacobian of ``f`` from the compressed seeds of ``s``, in csr_array blocks.
+
+    Args:
+        started: the started call (its plan says which leaves are differentiated).
+        f: the function.
+        has_aux: refused (not in this version).
+        s: the pattern of the flattened Jacobian (rows: the floating output leaves' elements,
+            columns: the differentiated leaves', each in C order) and its coloring.
+        dense: with ``check=True``, the dense operator to compare with.
+
+    Returns:
+        One differentiated array argument and one array output: a ``csr_array``. Else the
+        layout of the dense ``ad.jacobian``, each block a ``csr_array`` of shape
+        ``(out_leaf.size, in_leaf.size)``.
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> jac = ad.jacobian(lambda a, b: a * b, np.ones(2), np.full(2, 3.0), sparsity="detect")
+        >>> jac[1].toarray().tolist()
+        [[1.0, 0.0], [0.0, 1.0]]
+    """
     plan, engine = started.plan, started.engine
-    active = [u for u, a in enumerate(plan.active) if a]
-    if has_aux or len(active) != 1:
+    if has_aux:
         raise UsageError(
-            "a sparse ad.jacobian (sparsity=...) supports one differentiated array argument "
-            "(mark the others ad.Const) and no has_aux in this version."
+            "a sparse ad.jacobian (sparsity=...) does not support has_aux in this version: "
+            "drop has_aux (compute aux separately), or drop sparsity=."
         )
-    x = plan.leaves[active[0]]
+    active = [u for u, a in enumerate(plan.active) if a]
+    refuse_traced(started)
+    in_layout = Layout([plan.leaves[u] for u in active])
     m, n = s.pattern.shape
-    x_size = int(np.prod(shape_of(x)))
-    if x_size != n:
+    if in_layout.total != n:
         raise UsageError(
-            f"the sparsity pattern has {n} columns, the differentiated argument {x_size} "
-            "elements: pass the pattern of this function (shape (out.size, in.size))."
+            f"the sparsity pattern has shape {(m, n)}, {n} column(s); the differentiated "
+            f"argument(s) have {in_layout.total} element(s): pass the pattern of this function, "
+            f"of shape (out.size, {in_layout.total}) (ad.sparsity(f, *args) gives it)."
         )
     fn = OutputFunction(f, plan, False, "jacobian")
     info = derive.with_batched(started.info(f, "jacobian", ("sparse", s.mode), outputs=False), True)
-    c = n_colors(s.colors)
-    dtype = to_numpy(x).dtype if np.issubdtype(to_numpy(x).dtype, np.floating) else np.float64
-    seed_side = n if s.mode == "forward" else m
-    seeds = np.zeros((max(c, 1), seed_side), dtype=dtype)
-    seeds[s.colors, np.arange(seed_side)] = 1.0
+    c = max(n_colors(s.colors), 1)
+    seeds = np.zeros((c, n if s.mode == "forward" else m))
+    seeds[s.colors, np.arange(seeds.shape[1])] = 1.0
     with running(engine):
         if s.mode == "forward":
-            tangents = [seeds.reshape((-1, *shape_of(x))) if a else None for a in plan.active]
+            split = iter(_split(seeds, [plan.leaves[u] for u in active], in_layout))
+            tangents = [next(split) if a else None for a in plan.active]
             out_leaves, columns = derive.jvp(engine, fn, plan.leaves, plan.active, tangents, info)
-            diffs = derive.diff_leaves(fn, out_leaves)
-            _one_output(diffs, m)
-            compressed = to_numpy(columns[0]).reshape(max(c, 1), m)  # (colors, m)
+            out_layout = _rows_checked(derive.diff_leaves(fn, out_leaves), s, in_layout)
+            compressed = _joined(columns, out_layout.sizes, c)  # (colors, m)
         else:
 
             def seed(diffs: Sequence[Any]) -> list[Any]:
-                _one_output(diffs, m)
-                return [seeds.astype(to_numpy(diffs[0]).dtype).reshape((-1, *shape_of(diffs[0])))]
+                return _split(seeds, diffs, _rows_checked(diffs, s, in_layout))
 
             out_leaves, rows = derive.vjp_apply(engine, fn, plan.leaves, plan.active, seed, info)
-            compressed = to_numpy(rows[active[0]]).reshape(max(c, 1), n)  # (colors, n)
+            out_layout = Layout(derive.diff_leaves(fn, out_leaves))
+            compressed = _joined([rows[u] for u in active], in_layout.sizes, c)  # (colors, n)
     jac = _decompress(s, compressed)
+    layout = fn.outputs()
     if dense is not None:  # check=True: the dense operator (adswitch.jacobians) to compare
-        _check(started, f, s, jac, dense)
-    return jac
+        _check(started, f, s, jac, dense, (_keys(plan, layout, active), out_layout, in_layout))
+    if _single(plan, layout, active):
+        return jac
+    return _blocks(plan, layout, active, out_layout, in_layout, jac)
 
 
-def _one_output(diffs: Sequence[Any], m: int) -> None:
-    if len(diffs) != 1 or int(np.prod(shape_of(diffs[0]))) != m:
+def _split(seeds: np.ndarray, arrays: Sequence[Any], layout: Layout) -> list[np.ndarray]:
+    """The compressed seeds cut into one batch per array (in its dtype, when floating)."""
+    out = []
+    for a, start, size, shape in zip(arrays, layout.offsets, layout.sizes, layout.shapes):
+        dtype = numpy_dtype(getattr(a, "dtype", None))
+        dtype = dtype if np.issubdtype(dtype, np.floating) else np.dtype(np.float64)
+        out.append(seeds[:, start : start + size].astype(dtype).reshape((-1, *shape)))
+    return out
+
+
+def _joined(parts: Sequence[Any], sizes: Sequence[int], c: int) -> np.ndarray:
+    """Batched per-leaf results, each ``(c, *leaf.shape)``, as one ``(c, total)`` numpy
+    matrix; a leaf nothing depends on may come back ``None`` (zeros)."""
+    blocks = [
+        np.zeros((c, k)) if p is None else to_numpy(p).reshape(c, k) for p, k in zip(parts, sizes)
+    ]
+    return np.concatenate(blocks, axis=1) if blocks else np.zeros((c, 0))
+
+
+def _rows_checked(diffs: Sequence[Any], s: SparseSetup, in_layout: Layout) -> Layout:
+    out_layout = Layout(diffs)
+    m, n = s.pattern.shape
+    if out_layout.total != m:
         raise UsageError(
-            f"a sparse ad.jacobian supports f returning one array of the pattern's {m} "
-            f"rows; f returned {len(diffs)} differentiable array(s) of sizes "
-            f"{[int(np.prod(shape_of(d))) for d in diffs]}."
+            f"the sparsity pattern has shape {(m, n)}; f's flattened Jacobian has shape "
+            f"{(out_layout.total, in_layout.total)} (rows: the {out_layout.total} element(s) of "
+            f"its {len(diffs)} floating output leaf(s), columns: the differentiated "
+            "arguments' elements). Pass the pattern of this function (ad.sparsity(f, *args))."
         )
+    return out_layout
+
+
+def _single(plan: Plan, layout: Outputs, active: list[int]) -> bool:
+    """One plain argument, a bare array (or float), and one array output: the bare
+    csr_array (as in the first slice), not the dense layout's tuple."""
+    plain = [p for p in plan.args if p.kind != CONST]
+    return (
+        len(active) == 1
+        and len(plain) == 1
+        and plain[0].treedef is None
+        and layout.y_def is None
+        and layout.diff_positions == (0,)
+    )
+
+
+class _Key:
+    """A block's place in the flattened matrix: output leaf ``k``, differentiated leaf ``a``."""
+
+    __slots__ = ("a", "k")
+
+    def __init__(self, k: int, a: int) -> None:
+        self.k, self.a = k, a
+
+
+def _laid_out(
+    plan: Plan, layout: Outputs, active: list[int], block: Callable[[int, int], Any]
+) -> Any:
+    """The dense ``ad.jacobian``'s layout, with ``block(k, a)`` for output leaf ``k`` and
+    differentiated leaf ``a``."""
+    entries: list[Any] = [None] * layout.n_y
+    for k, position in enumerate(layout.diff_positions):
+        per_leaf: list[Any] = [None] * len(plan.leaves)
+        for a, u in enumerate(active):
+            per_leaf[u] = block(k, a)
+        entries[position] = place(plan, per_leaf)
+    return trees.unflatten(layout.y_def, entries)
+
+
+def _keys(plan: Plan, layout: Outputs, active: list[int]) -> Any:
+    return _laid_out(plan, layout, active, _Key)
+
+
+def _blocks(
+    plan: Plan, layout: Outputs, active: list[int], out_layout: Layout, in_layout: Layout, jac: Any
+) -> Any:
+    sp = _sp()
+
+    def block(k: int, a: int) -> Any:
+        r0, c0 = out_layout.offsets[k], in_layout.offsets[a]
+        piece = jac[r0 : r0 + out_layout.sizes[k], c0 : c0 + in_layout.sizes[a]]
+        return sp.csr_array(piece)
+
+    return _laid_out(plan, layout, active, block)
 
 
 def _decompress(s: SparseSetup, compressed: np.ndarray) -> Any:
@@ -135,20 +241,54 @@ def _decompress(s: SparseSetup, compressed: np.ndarray) -> Any:
 
 
 def _check(
-    started: Started, f: Callable[..., Any], s: SparseSetup, jac: Any, dense_of: Callable[..., Any]
+    started: Started,
+    f: Callable[..., Any],
+    s: SparseSetup,
+    jac: Any,
+    dense_of: Callable[..., Any],
+    where: tuple[Any, Layout, Layout],
 ) -> None:
-    """Debug mode: the dense Jacobian's nonzeros must lie inside the pattern."""
+    """Debug mode: the dense Jacobian's nonzeros must lie inside the pattern. ``where``:
+    the dense layout with a :class:`_Key` per block, and the output and input layouts."""
+    keys, out_layout, in_layout = where
     dense = dense_of(started, f, "auto", False)
-    active = next(u for u, a in enumerate(started.plan.active) if a)
-    block = dense if not isinstance(dense, tuple) else dense[active]
-    d = to_numpy(block).reshape(s.pattern.shape)
-    outside = (d != 0) & ~s.pattern.toarray()
+    d = np.zeros(s.pattern.shape)
+    for key, value in zip(trees.flatten(keys)[0], trees.flatten(dense)[0]):
+        if isinstance(key, _Key) and value is not None:  # (the flattened matrix's block)
+            r0, size_k = out_layout.offsets[key.k], out_layout.sizes[key.k]
+            c0, size_a = in_layout.offsets[key.a], in_layout.sizes[key.a]
+            d[r0 : r0 + size_k, c0 : c0 + size_a] = to_numpy(value).reshape(size_k, size_a)
+    # (an approximate engine's -- fd's -- differences differ with the seeds, and leave
+    # round-off where the derivative is 0: its declared accuracy bounds both)
+    accuracy = getattr(started.engine.capabilities, "accuracy", None) or 0.0
+    noise = accuracy * max(1.0, float(np.abs(d).max(initial=0.0)))
+    outside = (np.abs(d) > noise) & ~s.pattern.toarray()
     if outside.any():
         i, j = np.argwhere(outside)[0]
         raise UsageError(
             f"the sparsity pattern misses {int(outside.sum())} nonzero(s) of the dense "
-            f"Jacobian (first at row {i}, column {j}: {d[i, j]!r}). Pass the right pattern "
-            "(sparsity='detect' finds one), or detect it with local=False."
+            f"Jacobian (first at row {i}, column {j} of the flattened matrix: {d[i, j]!r}). "
+            "Pass the right pattern (sparsity='detect' finds one), or detect it with "
+            "local=False."
         )
-    if not np.allclose(jac.toarray(), d, rtol=1e-10, atol=1e-12):
+    if not np.allclose(jac.toarray(), d, rtol=max(1e-10, accuracy), atol=max(1e-12, accuracy)):
         raise UsageError("the sparse Jacobian differs from the dense one (an adswitch bug).")
+
+
+def refuse_traced(started: Started) -> None:
+    """A sparse Jacobian is a host ``scipy.sparse`` matrix, which no engine differentiates
+    or traces: inside a differentiated function it would be a constant to the enclosing
+    derivative, under ``jax.jit`` its values cannot be read (a raw engine error)."""
+    if not started.depth:
+        try:
+            for leaf, active in zip(started.plan.leaves, started.plan.active):
+                if active:
+                    to_numpy(leaf)
+            return
+        except Exception:  # (an engine's tracer: jax's TracerArrayConversionError...)
+            pass
+    raise UsageError(
+        "a sparse ad.jacobian (sparsity=...) returns scipy.sparse matrices, which no engine "
+        "differentiates or traces: call it outside differentiated functions and outside "
+        "jax.jit/vmap/grad, or use the dense ad.jacobian (no sparsity=) there."
+    )

@@ -9,10 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from adswitch import trees
 from adswitch.activity import Active, Const, Duplicated
+from adswitch.bases import Layout
 from adswitch.errors import OutputError, UsageError
+from adswitch.leaves import is_array, leaf_kind
+from adswitch.outputs import LossFunction
+from adswitch.plan import Plan
 from adswitch.sparse import methods as _methods  # noqa: F401 (completes the tracer; its xp)
-from adswitch.sparse.tracer import Trace, Tracer, _sp
+from adswitch.sparse.tracer import Trace, Tracer, ValueDependentError, _sp
 
 __all__ = ["sparsity", "to_numpy"]
 
@@ -30,7 +35,7 @@ def to_numpy(x: Any) -> np.ndarray:
 
 
 def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: bool = False) -> Any:
-    """The sparsity pattern of ``f``'s Jacobian (or Hessian) in its one plain argument.
+    """The sparsity pattern of ``f``'s Jacobian (or Hessian) in its plain arguments.
 
     ``f`` runs once on adswitch's sparsity-tracing arrays (``ad.array_namespace`` gives it
     their namespace): their elements carry the input elements they depend on, and no
@@ -38,17 +43,26 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
     cannot be followed that way: it is an error naming ``local=True``, which runs with the
     given values alongside and gives the pattern at that point.
 
+    With several plain arguments (or trees), the pattern is that of the flattened matrix,
+    the order ``ad.jacobian(..., sparsity=pattern)`` takes: its columns are the floating
+    leaves of every plain argument, argument by argument, each tree in its flattening order
+    (a dict by sorted key) and each leaf's elements in C order (a tied array counts once,
+    at its first place; non-floating leaves have no columns); its rows are the floating
+    leaves of ``f``'s output, in the same order.
+
     Args:
         f: the function, written with ``xp = ad.array_namespace(x)``.
-        *args: its arguments: one plain (differentiated) array, the others ``ad.Const``.
-        of: ``"jacobian"`` (``f``'s output is one array) or ``"hessian"`` (one scalar).
+        *args: its arguments: plain (differentiated) arrays or trees of them, and
+            ``ad.Const`` ones.
+        of: ``"jacobian"`` (``f``'s output is an array or a tree of them) or
+            ``"hessian"`` (one scalar).
         local: detect at the given values (value-dependent branches take the taken side).
 
     Returns:
         A boolean ``scipy.sparse.csr_array``: ``(y.size, x.size)`` for a Jacobian (row
-        ``i``: output element ``i`` in C order), ``(x.size, x.size)`` for a Hessian. It
-        may hold more entries than the nonzeros at a point (a superset: e.g. both sides of
-        an ``xp.where``), never fewer.
+        ``i``: output element ``i`` in C order), ``(x.size, x.size)`` for a Hessian, the
+        sizes summed over the leaves for several. It may hold more entries than the
+        nonzeros at a point (a superset: e.g. both sides of an ``xp.where``), never fewer.
 
     Example:
         >>> import adswitch as ad, numpy as np
@@ -57,37 +71,54 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
         ...     return x[1:] * x[:-1]
         >>> ad.sparsity(f, np.ones(3)).toarray().astype(int).tolist()
         [[1, 1, 0], [0, 1, 1]]
+        >>> two = ad.sparsity(lambda a, b: a * b[0], np.ones(2), np.ones(2))  # columns: a, b
+        >>> two.toarray().astype(int).tolist()
+        [[1, 0, 1, 0], [0, 1, 1, 0]]
     """
     if of not in OFS:
         raise UsageError(f"of={of!r}; ad.sparsity's of is one of {', '.join(OFS)}.")
     if local not in (True, False):
         raise UsageError(f"local={local!r}; ad.sparsity's local is True or False.")
     sp = _sp()
-    position, x = _the_input(args)
-    x_np = to_numpy(x)
-    n = x_np.size
+    plan = _plan(args)
+    layout = Layout([leaf for leaf, a in zip(plan.leaves, plan.active) if a])
+    n = layout.total
+    if n == 0:
+        raise UsageError("ad.sparsity: the differentiated argument is empty.")
     trace = Trace(n, bool(local), of == "hessian")
-    deps = sp.csr_array(sp.eye_array(n, dtype=bool, format="csr"))
-    tracer = Tracer(trace, x_np.shape, deps, x_np.astype(float) if local else None)
-    call_args = [
-        tracer if k == position else to_numpy(a.val) if isinstance(a, Const) else a
-        for k, a in enumerate(args)
-    ]
-    y = f(*call_args)
-    if isinstance(y, Tracer):
-        y_deps, y_size = y.deps, y.size
-    elif isinstance(y, (np.ndarray, np.generic, float, int)):
-        y_size = int(np.size(y))
-        y_deps = trace.empty(y_size)  # (a constant output)
-    else:
+    values: list[Any] = []
+    a = 0
+    for leaf, active in zip(plan.leaves, plan.active):
+        if not active:  # (engine arrays as numpy: the tracer's arithmetic is numpy's)
+            values.append(
+                leaf if isinstance(leaf, np.ndarray) or not is_array(leaf) else to_numpy(leaf)
+            )
+            continue
+        x_np = to_numpy(leaf)
+        start, size = layout.offsets[a], layout.sizes[a]
+        deps = sp.csr_array(
+            (np.ones(size, dtype=bool), np.arange(start, start + size), np.arange(size + 1)),
+            shape=(size, n),
+        )
+        values.append(Tracer(trace, x_np.shape, deps, x_np.astype(float) if local else None))
+        a += 1
+    try:
+        y = LossFunction(f, plan).call_f(values)
+    except ValueDependentError as exc:  # (a misuse of global detection, with its fix)
+        raise UsageError(str(exc)) from None
+    y_leaves, _ = trees.flatten(y)
+    blocks = [_deps_of(leaf, trace) for leaf in y_leaves]
+    blocks = [b for b in blocks if b is not None]
+    if not blocks:
         raise UsageError(
-            f"ad.sparsity supports f returning one array in this version; got "
-            f"{type(y).__name__}. Return one array (concatenate the outputs, xp.concat)."
+            f"f's output {type(y).__name__} has no floating-point leaf: ad.sparsity needs f "
+            "to return a float array (or a tree holding some)."
         )
     if of == "jacobian":
-        out = sp.csr_array(y_deps, dtype=bool)
+        out = sp.csr_array(sp.vstack(blocks, format="csr"), dtype=bool)
         out.sort_indices()
         return out
+    y_size = sum(b.shape[0] for b in blocks)
     if y_size != 1:
         raise OutputError(
             f"ad.sparsity(..., of='hessian') needs f to return a scalar; its output has "
@@ -99,25 +130,35 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
     return hess
 
 
-def _the_input(args: tuple[Any, ...]) -> tuple[int, Any]:
-    """The position and value of the one plain argument."""
-    plain = []
+def _deps_of(leaf: Any, trace: Trace) -> Any:
+    """An output leaf's dependency rows; ``None`` for a leaf that is not floating (it has
+    no rows, as in the dense Jacobian)."""
+    if isinstance(leaf, Tracer):
+        return leaf.deps
+    if isinstance(leaf, (np.ndarray, np.generic, float, int)) and not isinstance(leaf, bool):
+        if not np.issubdtype(np.asarray(leaf).dtype, np.floating):
+            return None
+        return trace.empty(int(np.size(leaf)))  # (a constant output)
+    if is_array(leaf):
+        kind = leaf_kind(leaf)
+        return trace.empty(math.prod(np.shape(leaf))) if kind == "f" else None
+    raise UsageError(
+        f"ad.sparsity: f returned a leaf of type {type(leaf).__name__}; it returns arrays "
+        "(or trees of them) written with xp = ad.array_namespace(x)."
+    )
+
+
+def _plan(args: tuple[Any, ...]) -> Plan:
+    """The plan of the call (unique leaves, which are differentiated): plain arguments and
+    ``ad.Const`` ones only."""
     for k, a in enumerate(args):
         if isinstance(a, (Duplicated, Active)):
             raise UsageError(
                 f"args[{k}] is {type(a).__name__}: ad.sparsity takes plain arguments and "
                 "ad.Const ones only."
             )
-        if not isinstance(a, Const):
-            plain.append(k)
-    if len(plain) != 1 or not (
-        hasattr(args[plain[0]], "shape") or isinstance(args[plain[0]], float)
-    ):
+    if not any(not isinstance(a, Const) for a in args):
         raise UsageError(
-            f"ad.sparsity supports one differentiated array argument in this version; got "
-            f"{len(plain)} plain argument(s). Mark the others ad.Const, or concatenate "
-            "several inputs into one array."
+            "ad.sparsity: every argument is ad.Const; pass the differentiated one(s) plain."
         )
-    if math.prod(np.shape(args[plain[0]])) == 0:
-        raise UsageError("ad.sparsity: the differentiated argument is empty.")
-    return plain[0], args[plain[0]]
+    return Plan(args)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adswitch.sparse import rules
+from adswitch.sparse import rules, rules_structure
 from adswitch.sparse.namespace import NAMESPACE
 from adswitch.sparse.tracer import Tracer
 
@@ -16,11 +16,11 @@ __all__: list[str] = []
 
 
 def _T(self: Tracer) -> Any:
-    return rules.permute_dims(self, tuple(reversed(range(self.ndim))))
+    return rules_structure.permute_dims(self, tuple(reversed(range(self.ndim))))
 
 
 def _mT(self: Tracer) -> Any:
-    return rules.matrix_transpose(self)
+    return rules_structure.matrix_transpose(self)
 
 
 def _array_namespace(self: Tracer, api_version: str | None = None) -> Any:
@@ -28,11 +28,11 @@ def _array_namespace(self: Tracer, api_version: str | None = None) -> Any:
 
 
 def _getitem(self: Tracer, key: Any) -> Tracer:
-    return rules.getitem(self, key)
+    return rules_structure.getitem(self, key)
 
 
 def _setitem(self: Tracer, key: Any, value: Any) -> None:
-    rules.setitem(self, key, value)
+    rules_structure.setitem(self, key, value)
 
 
 def _binary(name: str, reflected: bool = False) -> Any:

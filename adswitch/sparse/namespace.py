@@ -1,7 +1,9 @@
 """The Array API namespace of the sparsity tracer (what ``ad.array_namespace`` gives ``f``
-during ``ad.sparsity``): every function has its rule in :mod:`adswitch.sparse.rules`;
-creation functions give numpy constants (they depend on no input). A name without a rule
-is an error naming ``sparsity=`` (pass the pattern yourself)."""
+during ``ad.sparsity``): every function has its rule in :mod:`adswitch.sparse.rules`
+(elementwise), :mod:`~adswitch.sparse.rules_structure` or
+:mod:`~adswitch.sparse.rules_reduce`; creation functions give numpy constants (they
+depend on no input). A name without a rule is an error naming ``sparsity=`` (pass the
+pattern yourself)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 from adswitch.namespace import OWN_NAMESPACES
-from adswitch.sparse import rules
+from adswitch.sparse import rules, rules_reduce, rules_structure
 from adswitch.sparse.tracer import Tracer
 
 __all__ = ["NAMESPACE"]
@@ -93,9 +95,9 @@ class _Linalg:
             "matrix_norm",
             "lstsq",
         ):
-            setattr(self, name, rules.dense(getattr(np.linalg, name, np.linalg.inv)))
-        self.matmul = rules.matmul
-        self.matrix_transpose = rules.matrix_transpose
+            setattr(self, name, rules_reduce.dense(getattr(np.linalg, name, np.linalg.inv)))
+        self.matmul = rules_reduce.matmul
+        self.matrix_transpose = rules_structure.matrix_transpose
 
     def vector_norm(
         self, x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2
@@ -120,7 +122,7 @@ class _Linalg:
 
 
 def _nonlinear_sum(x: Any, axis: Any, keepdims: bool, value_fn: Any) -> Any:
-    out = rules.reduction(np.sum, "nonlinear")(x, axis=axis, keepdims=keepdims)
+    out = rules_reduce.reduction(np.sum, "nonlinear")(x, axis=axis, keepdims=keepdims)
     if isinstance(x, Tracer) and x.value is not None:
         out.value = np.asarray(value_fn(x.value))
     return out
@@ -139,10 +141,10 @@ class Namespace:
             setattr(self, name, fn)
         self.pow = rules.BINARY["pow"]
         self.where = rules.where
-        self.reshape = rules.reshape
-        self.permute_dims = rules.permute_dims
-        self.matrix_transpose = rules.matrix_transpose
-        self.matmul = rules.matmul
+        self.reshape = rules_structure.reshape
+        self.permute_dims = rules_structure.permute_dims
+        self.matrix_transpose = rules_structure.matrix_transpose
+        self.matmul = rules_reduce.matmul
         self.linalg = _Linalg()
         for name in (
             "roll",
@@ -158,15 +160,17 @@ class Namespace:
             "triu",
             "swapaxes",
         ):
-            setattr(self, name, rules._structural(getattr(np, name)))
-        self.sum = rules.reduction(np.sum, "linear")
-        self.mean = rules.reduction(np.mean, "linear")
-        self.max = rules.reduction(np.max, "linear")
-        self.min = rules.reduction(np.min, "linear")
-        self.prod = rules.reduction(np.prod, "nonlinear")
-        self.var = rules.reduction(np.var, "nonlinear")
-        self.std = rules.reduction(np.std, "nonlinear")
-        self.logsumexp = rules.reduction(lambda v, **k: np.log(np.sum(np.exp(v), **k)), "nonlinear")
+            setattr(self, name, rules_structure._structural(getattr(np, name)))
+        self.sum = rules_reduce.reduction(np.sum, "linear")
+        self.mean = rules_reduce.reduction(np.mean, "linear")
+        self.max = rules_reduce.reduction(np.max, "linear")
+        self.min = rules_reduce.reduction(np.min, "linear")
+        self.prod = rules_reduce.reduction(np.prod, "nonlinear")
+        self.var = rules_reduce.reduction(np.var, "nonlinear")
+        self.std = rules_reduce.reduction(np.std, "nonlinear")
+        self.logsumexp = rules_reduce.reduction(
+            lambda v, **k: np.log(np.sum(np.exp(v), **k)), "nonlinear"
+        )
         self.zeros_like = _like(0.0)
         self.ones_like = _like(1.0)
         self.empty_like = _like(0.0)
@@ -188,16 +192,20 @@ class Namespace:
 
     def concat(self, arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
         if axis is None:
-            return rules.join(np.concatenate, [self.reshape(a, (-1,)) for a in arrays], axis=0)
-        return rules.join(np.concatenate, list(arrays), axis=axis)
+            return rules_structure.join(
+                np.concatenate, [self.reshape(a, (-1,)) for a in arrays], axis=0
+            )
+        return rules_structure.join(np.concatenate, list(arrays), axis=axis)
 
     def stack(self, arrays: Sequence[Any], /, *, axis: int = 0) -> Any:
-        return rules.join(np.stack, list(arrays), axis=axis)
+        return rules_structure.join(np.stack, list(arrays), axis=axis)
 
     def take(self, x: Any, indices: Any, /, *, axis: int | None = None) -> Any:
         if not isinstance(x, Tracer):
-            return np.take(x, np.asarray(rules._key_values(indices)), axis=axis)
-        return rules._structural(np.take)(x, np.asarray(rules._key_values(indices)), axis=axis)
+            return np.take(x, np.asarray(rules_structure._key_values(indices)), axis=axis)
+        return rules_structure._structural(np.take)(
+            x, np.asarray(rules_structure._key_values(indices)), axis=axis
+        )
 
     def clip(self, x: Any, /, min: Any = None, max: Any = None) -> Any:
         return rules.elementwise((x,), lambda v: np.clip(v, _v(min), _v(max)), "linear")
@@ -220,7 +228,7 @@ class Namespace:
         k = int(np.prod([s1[d] for d in a1]))
         m1 = self.reshape(self.permute_dims(x1, (*f1, *a1)), (-1, k))
         m2 = self.reshape(self.permute_dims(x2, (*a2, *f2)), (k, -1))
-        out = rules.matmul(m1, m2)
+        out = rules_reduce.matmul(m1, m2)
         return self.reshape(out, (*[s1[d] for d in f1], *[s2[d] for d in f2]))
 
     def __getattr__(self, name: str) -> Any:

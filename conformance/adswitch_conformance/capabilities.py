@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["has_capability", "engine_capabilities"]
+__all__ = ["composes", "has_capability", "engine_capabilities"]
 
 
 def has_capability(capabilities: Any, name: str) -> bool:
@@ -39,3 +39,15 @@ def engine_capabilities(backend: str) -> Any:
     from adswitch.spec import Capabilities
 
     return Capabilities()
+
+
+def composes(capabilities: Any, transform: str) -> bool:
+    """Whether declared ``capabilities`` say an adswitch call on the engine runs inside
+    its own ``transform`` (``"jit"``, ``"vmap"``: ``Capabilities.under``).
+
+    Example:
+        >>> from adswitch.spec import Capabilities
+        >>> composes(Capabilities(under=("jit",)), "jit"), composes(Capabilities(), "jit")
+        (True, False)
+    """
+    return transform in getattr(capabilities, "under", ())

@@ -43,6 +43,7 @@ FAMILIES = (
     "rules",
     "checkpoint",
     "host",
+    "sparse",
 )
 """Catalogue families in the order the reports list them."""
 
@@ -100,6 +101,9 @@ class Case:
         seeds: fresh directions on every call: for ``vjp`` the cotangents (each a tree
             like the differentiated output; the pullback is called once per cotangent,
             in order), for ``jvp`` and ``hvp`` the tangents (one tree per primal).
+        sparse: a ``jacobian`` case computed compressed: an
+            :class:`~adswitch_conformance.checks_sparse.Sparse` (its ``sparsity=`` and
+            ``check=`` keywords, the colorings it expects); ``None``: dense.
     """
 
     id: str
@@ -122,6 +126,7 @@ class Case:
     has_aux: bool = False
     mode: str = "auto"
     seeds: Callable[[], tuple[Any, ...]] | None = None
+    sparse: Any = None
 
     @property
     def expected(self) -> str:

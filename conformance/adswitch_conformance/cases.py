@@ -33,6 +33,8 @@ def catalogue() -> list[Case]:
         cases_operators_nested,
         cases_ops,
         cases_rules,
+        cases_sparse,
+        cases_sparse_hessian,
         cases_ties,
         cases_trees,
     )
@@ -60,6 +62,8 @@ def catalogue() -> list[Case]:
         cases_rules,
         cases_checkpoint,
         cases_host,
+        cases_sparse,
+        cases_sparse_hessian,
     ):
         if module in linalg:
             cases.extend(

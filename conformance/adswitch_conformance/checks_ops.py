@@ -11,6 +11,7 @@ import numpy as np
 
 from .case import Case, Tolerance
 from .checks import Mismatch, assert_close, check_grads, check_output
+from .checks_sparse import verify_sparse
 from .dense import Ref
 from .entries import Got
 from .reference import Expected
@@ -124,4 +125,6 @@ def verify_operator(
         return check_tree(label, jac, expected.tree, tols) + check_output(
             aux, _parts(expected.output, 2, "f to return (y, aux)")[1], tols
         )
+    if case.sparse is not None:  # (csr_array blocks, densified: adswitch_conformance.checks_sparse)
+        return verify_sparse(case, args, got.result, expected, check_tree, label)
     return check_tree(label, got.result, expected.tree, tols)

@@ -14,13 +14,15 @@ from .case import Case
 from .cases import catalogue
 from .report import column, differences, matrix_markdown, summary_markdown, totals, write_json
 from .runner import ERROR, PASS, PLAIN, PREPARED, UNSUPPORTED, WRONG, Record, run_suite
+from .under import SKIPPED, UNDER
 
 __all__ = ["main", "select_cases"]
 
-_MARK = {PASS: ".", UNSUPPORTED: "u", WRONG: "W", ERROR: "E"}
+_MARK = {PASS: ".", UNSUPPORTED: "u", WRONG: "W", ERROR: "E", SKIPPED: "s"}
 LEGEND = (
     "progress: . pass  u unsupported (declared, refused with an AdswitchError)  W WRONG  E ERROR"
 )
+UNDER_LEGEND = "          s skipped: the case cannot run under the transform (--under)"
 USAGE_ERROR = 2
 
 # argparse prints these as they are: plain text, no reStructuredText markup.
@@ -40,6 +42,13 @@ outcomes; a case's expected error counts whether ad.prepare or the prepared call
 raises it; hygiene cases whose second arguments change shapes, dtypes or activity
 expect a PreparationError there. --prepared both runs each case both ways (a
 column per engine and mode) and lists where the outcomes differ.
+
+runs under a transform (--under jit|vmap): each case's call is made inside the
+engine's own jax.jit, or jax.vmap over two stacked copies of its array inputs
+(each row checked), on the engines that declare it (Capabilities.under); a case
+that cannot run there (an expected error, Duplicated or Python-scalar arguments,
+in-place writes, a sparse Jacobian, a non-array result, Python branching on a
+traced input) is skipped, with the reason in the report.
 
 {LEGEND}
 
@@ -75,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=("only", "both"),
         help="run every case through ad.prepare (prepared at its arguments, called at "
         "others); 'both': plain and prepared, a column each",
+    )
+    parser.add_argument(
+        "--under",
+        choices=UNDER,
+        help="make each call inside the engine's own transform (jax.jit, or jax.vmap over "
+        "2 stacked copies of the inputs); only engines declaring it (Capabilities.under)",
     )
     return parser
 
@@ -146,6 +161,23 @@ def _engines(requested: Sequence[str]) -> tuple[list[str], dict[str, str], list[
     return names, {n: infos[n].version or "" for n in names}, []
 
 
+def _composing(names: list[str], under: str, err: _Stream) -> tuple[list[str], list[str]]:
+    """The engines among ``names`` that declare ``under``; the others are left out (said
+    on stderr), and none left is a usage error."""
+    from .capabilities import composes, engine_capabilities
+
+    kept = [n for n in names if composes(engine_capabilities(n), under)]
+    left = [n for n in names if n not in kept]
+    if left:
+        err.write(
+            f"adswitch conformance: --under {under}: left out {', '.join(left)} "
+            f"(no under={under!r} in their Capabilities)\n"
+        )
+    if not kept:
+        return [], [f"no engine among {', '.join(names)} declares under={under!r}"]
+    return kept, []
+
+
 def _near_miss(name: str, names: Sequence[str]) -> str:
     close = difflib.get_close_matches(name.lower(), [n.lower() for n in names], n=1)
     if not close:
@@ -159,9 +191,8 @@ def _verdict(records: Sequence[Record], elapsed: float, *, compare_modes: bool) 
     for label in dict.fromkeys(column(r) for r in records):
         mine = [r for r in records if column(r) == label]
         counts = totals(mine, mine[0].backend, mine[0].mode)
-        lines.append(
-            f"{label}: " + ", ".join(f"{counts[o]} {o}" for o in (PASS, UNSUPPORTED, WRONG, ERROR))
-        )
+        shown = (PASS, UNSUPPORTED, WRONG, ERROR, *((SKIPPED,) if counts[SKIPPED] else ()))
+        lines.append(f"{label}: " + ", ".join(f"{counts[o]} {o}" for o in shown))
     for outcome in (UNSUPPORTED, WRONG, ERROR):
         for record in records:
             if record.outcome == outcome:
@@ -202,6 +233,8 @@ def main(argv: list[str]) -> int:
         err.write(f"adswitch conformance: no case id contains {args.keyword!r}\n")
         return USAGE_ERROR
     names, versions, problems = _engines(args.backend)
+    if args.under and not problems:
+        names, problems = _composing(names, args.under, err)
     for problem in problems:
         err.write(f"adswitch conformance: {problem}\n")
     if problems:
@@ -211,7 +244,7 @@ def main(argv: list[str]) -> int:
         return 1
     started = time.perf_counter()
     current: list[str] = []
-    err.write(LEGEND + "\n")
+    err.write(LEGEND + "\n" + (UNDER_LEGEND + "\n" if args.under else ""))
 
     def progress(record: Record) -> None:
         label = column(record)
@@ -223,7 +256,9 @@ def main(argv: list[str]) -> int:
         err.write(_MARK.get(record.outcome, "?"))
 
     modes = {None: (PLAIN,), "only": (PREPARED,), "both": (PLAIN, PREPARED)}[args.prepared]
-    records = run_suite(cases, names, progress=progress, modes=modes)
+    if args.under:  # (the calls inside the transform are plain calls)
+        modes = (PLAIN,)
+    records = run_suite(cases, names, progress=progress, modes=modes, under=args.under)
     elapsed = time.perf_counter() - started
     err.write("\n")
     table = summary_markdown(records, cases) + "\n" + matrix_markdown(records, cases, versions)

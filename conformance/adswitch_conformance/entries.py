@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .case import Case
+from .checks_sparse import sparse_options
 
 __all__ = [
     "Caller",
@@ -58,7 +59,8 @@ def options_for(case: Case, seeds: tuple[Any, ...]) -> dict[str, Any]:
         {'mode': 'forward', 'has_aux': False}
     """
     values = {"has_aux": case.has_aux, "mode": case.mode, "tangents": seeds}
-    return {name: values[name] for name in _OPTIONS.get(case.entry, ())}
+    options = {name: values[name] for name in _OPTIONS.get(case.entry, ())}
+    return {**options, **sparse_options(case)}  # (sparsity=, check=: sparse cases only)
 
 
 def ad_caller(
@@ -83,7 +85,7 @@ def ad_caller(
     if entry == "jacobian":
         return ad.jacobian(fn, *args, backend=backend, **options)
     if entry == "hessian":
-        return ad.hessian(fn, *args, backend=backend)
+        return ad.hessian(fn, *args, backend=backend, **options)  # (sparse cases' options)
     if entry == "hvp":
         return ad.hvp(fn, args, options["tangents"], backend=backend, zero=zero)
     if entry == "derivative":
@@ -141,7 +143,8 @@ def ad_preparer(
     import adswitch as ad
 
     values = {"zero": zero, **options}
-    keywords = {name: values[name] for name in _KEYWORDS.get(entry, ())}
+    names = (*_KEYWORDS.get(entry, ()), "sparsity", "check")  # (the last two: sparse cases)
+    keywords = {name: values[name] for name in names if name in values}
     split = entry in ("jvp", "hvp")
     example = (args, options["tangents"]) if split else args
     prep = ad.prepare(_operator(entry), fn, *example, backend=backend, **keywords)

@@ -111,6 +111,7 @@ def run_case(
     caller: Caller | None = None,
     mode: str = PLAIN,
     preparer: Preparer | None = None,
+    under: str | None = None,
 ) -> Record:
     """Run one case on one engine, twice (the second time on fresh or different
     arguments, re-checking the first result afterwards: no stale state or cache).
@@ -125,6 +126,9 @@ def run_case(
             ``second_args()`` (or a fresh ``make_args()``) and again at ``make_args()``.
         preparer: how to prepare the entry in :data:`PREPARED` mode (default:
             ``ad.prepare``); ``caller`` then still makes the adjoint check's other side.
+        under: ``"jit"`` or ``"vmap"``: the plain calls made inside that transform of the
+            engine's (:mod:`adswitch_conformance.under`; the record's mode is its name,
+            a case that cannot run there is ``"skipped"``).
 
     Returns:
         The :class:`Record`.
@@ -144,7 +148,14 @@ def run_case(
     seen = caught.__enter__()
     warnings.simplefilter("always")
     try:
-        if mode == PREPARED:
+        if under is not None:
+            from .under import run_under  # (jax imported only for this mode)
+
+            mode = under
+            notes = run_under(
+                case, caps, caller, under, lambda c: _run_plain(case, backend, caps, cache, c)
+            )
+        elif mode == PREPARED:
             notes = run_prepared(case, backend, caps, cache, caller, preparer or ad_preparer)
         else:
             notes = _run_plain(case, backend, caps, cache, caller)
@@ -172,9 +183,11 @@ def run_suite(
     caller: Caller | None = None,
     modes: Sequence[str] = (PLAIN,),
     preparer: Preparer | None = None,
+    under: str | None = None,
 ) -> list[Record]:
     """Run every case on every engine (engine by engine, and on each engine mode by mode:
-    ``modes`` holds :data:`PLAIN` and/or :data:`PREPARED`), sharing references.
+    ``modes`` holds :data:`PLAIN` and/or :data:`PREPARED`), sharing references; with
+    ``under``, the plain calls inside that transform instead (see :func:`run_case`).
 
     Example:
         >>> from adswitch_conformance import catalogue
@@ -196,6 +209,7 @@ def run_suite(
                     caller=caller,
                     mode=mode,
                     preparer=preparer,
+                    under=under,
                 )
                 records.append(record)
                 if progress is not None:

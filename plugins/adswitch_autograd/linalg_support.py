@@ -17,6 +17,9 @@ from autograd.extend import defjvp, defvjp, primitive
 from autograd.numpy.numpy_vjps import unbroadcast
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import any_beyond
+from adswitch.spec import close_pairs as _close_pairs
+from adswitch.spec import negligible as _negligible
 
 from .boxes import raw_value
 from .writes import buffer_write
@@ -129,38 +132,27 @@ def close_pairs(values: np.ndarray) -> np.ndarray:
     eigen- or singular values, ``(..., n)``) are equal to within rounding -- a degenerate
     spectrum, where eigen- and singular vectors are not unique.
 
-    Rounding: ``8 n eps`` times the largest magnitude of the row (LAPACK's computed
-    eigenvalues of a matrix with a repeated one differ by a few ``eps ||A||``).
+    Rounding: every engine's one tolerance, ``16 n eps`` times the largest magnitude of
+    the row (``adswitch.spec.tolerance``).
 
     Example:
         >>> close_pairs(np.array([1.0, 1.0, 2.0]))[0]
         array([False,  True, False])
     """
-    values = np.asarray(values)
-    n = values.shape[-1]
-    eps = np.finfo(values.dtype).eps
-    scale = np.max(np.abs(values), axis=-1, keepdims=True)[..., None] if n else 0.0
-    gaps = np.abs(values[..., :, None] - values[..., None, :])
-    close: np.ndarray = (gaps <= 8 * n * eps * scale) & ~np.eye(n, dtype=bool)
+    close: np.ndarray = _close_pairs(np.asarray(values))
     return close
 
 
 def spread(values: Any, mask: np.ndarray, scale: Any) -> bool:
     """Whether the entries of ``values`` picked by ``mask`` are not all zero to within
-    ``sqrt(eps)`` times the largest magnitude in ``scale`` (a generous rounding: what is
-    tested is whether a derivative exists, not a value).
+    ``sqrt(eps)`` times the largest magnitude in ``scale`` (``adswitch.spec.any_beyond``
+    of the concrete values).
 
     Example:
         >>> spread(np.array([0.0, 1e-12]), np.array([True, True]), np.array([1.0]))
         False
     """
-    values = np.asarray(raw_value(values))
-    if not mask.any():
-        return False
-    scale = np.asarray(raw_value(scale))
-    eps = np.finfo(np.result_type(values, np.float32)).eps
-    bound = np.sqrt(eps) * (float(np.max(np.abs(scale))) if scale.size else 0.0)
-    return bool(np.any(np.abs(values[mask]) > bound))
+    return any_beyond(np.asarray(raw_value(values)), mask, np.asarray(raw_value(scale)))
 
 
 def differences(values: Any) -> np.ndarray:
@@ -264,12 +256,7 @@ def check_tangent(name: str, block: Any, close: np.ndarray) -> None:
 def negligible(values: np.ndarray) -> np.ndarray:
     """Which singular values ``(..., n)`` are zero to within rounding (the tolerance of
     :func:`close_pairs`)."""
-    values = np.asarray(values)
-    n = values.shape[-1]
-    if not n:
-        return np.zeros(values.shape, dtype=bool)
-    eps = np.finfo(values.dtype).eps
-    small: np.ndarray = values <= 8 * n * eps * np.max(np.abs(values), axis=-1, keepdims=True)
+    small: np.ndarray = _negligible(np.asarray(values))
     return small
 
 

@@ -17,7 +17,10 @@ differentiation, batched by ``vmap``.
   leaves are jax's residuals (so jax differentiates ``bwd`` through them when nested,
   and batches it under ``vmap``); the other leaves and the tree's structure are closed
   over, taken from the trace of ``fwd`` that precedes ``bwd``'s. Forward mode through
-  it is jax's ``TypeError``, translated by ``_errors`` into :data:`NO_FORWARD`.
+  it is jax's ``TypeError``, translated by ``_errors`` into :data:`NO_FORWARD`; inside
+  an enclosing ``jax.jit`` jax would raise it only when the caller's program is lowered,
+  after adswitch returned, so an eager forward pass (:data:`FORWARD` set) refuses it
+  right away.
 * ``custom_jvp``: jax transposes the rule in reverse mode (linear in the tangents); a
   rule that is not fails in jax's transposition (``NotImplementedError`` "Transpose rule
   ... not implemented", or an ``AssertionError`` on a product of two tangents),
@@ -30,13 +33,18 @@ Imported only once jax is in use (it imports jax at the top).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
+
+from adswitch.errors import NoForwardRuleError
 
 __all__ = [
+    "FORWARD",
     "NOT_LINEAR",
     "NO_FORWARD",
     "custom_jvp",
@@ -51,6 +59,9 @@ NO_FORWARD = (
     "Fix: define ad.custom_jvp for this function, or use a reverse-mode operator "
     "(ad.gradient, ad.vjp, jacobian mode='reverse')."
 )
+#: ``f`` is running inside the engine's eager ``jax.jvp`` (forward mode), not inside a
+#: reverse pass nested in it.
+FORWARD: ContextVar[bool] = ContextVar("adswitch_jax_forward", default=False)
 NOT_LINEAR = (
     "jax engine: reverse mode through a jvp rule (ad.custom_jvp) transposes the rule, "
     "which needs it to be linear in the tangents; this one is not (jax: {detail}). Fix: "
@@ -176,6 +187,8 @@ def custom_vjp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_vjp`` on jax: a ``jax.custom_vjp`` over the leaves (module doc)."""
+    if FORWARD.get() and any(a and isinstance(v, Tracer) for v, a in zip(leaves, active)):
+        raise NoForwardRuleError(NO_FORWARD)
     args, outs, kept = _Leaves(leaves, active), _Outputs(), _Residuals()
 
     @jax.custom_vjp

@@ -28,6 +28,13 @@ from adswitch_jax._request import Request, eager_run, unkeyed
 
 __all__ = ["CACHE", "Request", "run"]
 
+_trace_ctx: Any = None  # jax's current trace: no public API says whether one is staging
+try:
+    from jax._src.core import EvalTrace as _EvalTrace
+    from jax._src.core import trace_ctx as _trace_ctx
+except ImportError:  # pragma: no cover - a jax without them: tracer leaves still tell
+    pass
+
 _config: Any = jax.config  # its flags are dynamic attributes
 _SLOT = "adswitch_jax"  # this engine's entries in a prepared call's slot
 
@@ -61,7 +68,15 @@ def _run(request: Request) -> tuple[list[Any], Any]:
         found = state.scan
     else:
         found = scan(request.leaves, request.active)
-    traced = info.depth > 0 or found.traced
+    # A jax transformation (jit, vmap, grad) tracing right now stages the call inline
+    # even when every leaf is concrete: f may read tracers from an object's attributes
+    # (model.w = w inside jax.jit), which a program of adswitch's own would bake in as
+    # stale constants. (Inline: this is every compiled call's path.)
+    traced = (
+        info.depth > 0
+        or found.traced
+        or (_trace_ctx is not None and type(_trace_ctx.trace) is not _EvalTrace)
+    )
     x64 = found.x64
     captures: Walk | None = None
     if not traced and info.cache_key is not None and not found.unhashable:

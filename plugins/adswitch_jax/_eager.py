@@ -18,6 +18,7 @@ import numpy as np
 from adswitch_jax._basis import identity_basis
 from adswitch_jax._calls import as_array, as_loss, jax_values, run_f
 from adswitch_jax._conversions import refusing
+from adswitch_jax._custom import FORWARD
 from adswitch_jax._program import identity
 
 __all__ = ["EagerPullback", "value_and_grad", "vjp", "vjp_apply", "jvp"]
@@ -28,12 +29,18 @@ class _Run:
     leave through jax's ``has_aux`` (so traced ones come out as their primal values),
     the rest (strings, numbers) beside it."""
 
-    __slots__ = ("act", "arrays_at", "fn", "others", "semantics", "slots", "vals")
+    __slots__ = ("act", "arrays_at", "fn", "forward", "others", "semantics", "slots", "vals")
 
     def __init__(
-        self, fn: Any, leaves: Sequence[Any], active: Sequence[bool], semantics: bool | None
+        self,
+        fn: Any,
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        semantics: bool | None,
+        forward: bool = False,
     ) -> None:
         self.fn = fn
+        self.forward = forward  # (inside jax.jvp: a custom_vjp is refused at once)
         self.vals = jax_values(leaves, active)
         self.act = [i for i, a in enumerate(active) if a]
         self.arrays_at = [
@@ -50,8 +57,12 @@ class _Run:
         full = list(self.vals)
         for i, v in zip(self.act, act_values):
             full[i] = v
-        with refusing():  # the tracers hold values here: x.item() would hand one out
-            first, outs = run_f(self.fn, full, (), [], self.semantics, self.arrays_at)
+        token = FORWARD.set(self.forward)
+        try:
+            with refusing():  # the tracers hold values here: x.item() would hand one out
+                first, outs = run_f(self.fn, full, (), [], self.semantics, self.arrays_at)
+        finally:
+            FORWARD.reset(token)
         self.others = list(outs)
         self.slots = []
         arrays = []
@@ -91,19 +102,20 @@ def value_and_grad(
 
 
 class EagerPullback:
-    """The pullback of an eager ``jax.vjp``: ``(cotangents, batched) -> gradients``."""
+    """How an eager ``jax.vjp``'s pullback is applied: ``(jax's pullback, cotangents,
+    batched) -> gradients``. Holds only dtypes: jax's pullback (which holds the
+    residuals) is passed in, so that it can be a pytree leaf of adswitch's pullback."""
 
-    __slots__ = ("dtypes", "pullback")
+    __slots__ = ("dtypes",)
 
-    def __init__(self, pullback: Any, dtypes: Sequence[Any]) -> None:
-        self.pullback = pullback
+    def __init__(self, dtypes: Sequence[Any]) -> None:
         self.dtypes = tuple(dtypes)
 
-    def __call__(self, cotangents: Sequence[Any], batched: bool) -> tuple[Any, ...]:
+    def __call__(self, pullback: Any, cotangents: Sequence[Any], batched: bool) -> tuple[Any, ...]:
         cast = _as_jax(cotangents, self.dtypes, batched)
         if batched:
-            return jax.vmap(self.pullback)(cast)  # type: ignore[no-any-return]
-        return self.pullback(cast)  # type: ignore[no-any-return]
+            return jax.vmap(pullback)(cast)  # type: ignore[no-any-return]
+        return pullback(cast)  # type: ignore[no-any-return]
 
 
 def _as_jax(values: Sequence[Any], dtypes: Sequence[Any], batched: bool) -> tuple[Any, ...]:
@@ -119,11 +131,11 @@ def _as_jax(values: Sequence[Any], dtypes: Sequence[Any], batched: bool) -> tupl
 
 def vjp(
     fn: Any, leaves: Sequence[Any], active: Sequence[bool], semantics: bool | None
-) -> tuple[list[Any], EagerPullback]:
-    """``(output leaves, pullback)`` with ``jax.vjp``."""
+) -> tuple[list[Any], Any, EagerPullback]:
+    """``(output leaves, jax's pullback, how to apply it)`` with ``jax.vjp``."""
     run = _Run(fn, leaves, active, semantics)
     diffs, pullback, arrays = jax.vjp(run.differentiable(), *run.primals(), has_aux=True)
-    return run.outputs(arrays), EagerPullback(pullback, [d.dtype for d in diffs])
+    return run.outputs(arrays), pullback, EagerPullback([d.dtype for d in diffs])
 
 
 def vjp_apply(
@@ -137,7 +149,7 @@ def vjp_apply(
     """``(output leaves, gradients)`` of ``jax.vjp`` pulled back at ``seed(outputs)``."""
     run = _Run(fn, leaves, active, semantics)
     diffs, pullback, arrays = jax.vjp(run.differentiable(), *run.primals(), has_aux=True)
-    grads = EagerPullback(pullback, [d.dtype for d in diffs])(seed(list(diffs)), batched)
+    grads = EagerPullback([d.dtype for d in diffs])(pullback, seed(list(diffs)), batched)
     return run.outputs(arrays), grads
 
 
@@ -150,7 +162,7 @@ def jvp(
     batched: bool,
 ) -> tuple[list[Any], tuple[Any, ...]]:
     """``(output leaves, output tangents)`` with ``jax.jvp`` (``jax.vmap`` for batches)."""
-    run = _Run(fn, leaves, active, semantics)
+    run = _Run(fn, leaves, active, semantics, forward=True)
     primals = run.primals()
     cast = _as_jax(tangents, [jnp.result_type(p) for p in primals], batched)
     outputs = run.differentiable()

@@ -104,8 +104,11 @@ def translate(exc: BaseException) -> BaseException | None:
         )
     if isinstance(exc, jax.errors.UnexpectedTracerError):
         return UnsupportedError(
-            "jax engine: a traced value escaped its differentiation (stored in a global, a "
-            f"closure or an attribute by an earlier call of f, then used again){line}. Fix: return "
-            "such values from f as outputs instead of storing them."
+            "jax engine: a traced value escaped its differentiation or its jax.jit/vmap (stored "
+            "in a global, a closure or an attribute by an earlier call of f, or set on an "
+            f"object inside a jitted function -- model.w = w -- and read after it){line}. Fix: "
+            "return such values from f as outputs instead of storing them, and set the "
+            "attribute back to a concrete array after the jitted call (or pass it as an "
+            "argument)."
         )
     return None

@@ -84,13 +84,6 @@ def _eigvalsh(a: Any) -> Any:
     return _eigh(a)[0]
 
 
-def _beyond(x: Any, like: Any) -> Any:
-    """Which entries of ``x`` exceed ``sqrt(eps)`` times the largest magnitude of
-    ``like`` (per matrix)."""
-    scale = jnp.max(jnp.abs(like), axis=(-2, -1), keepdims=True)
-    return jnp.abs(x) > jnp.sqrt(jnp.finfo(like.dtype).eps) * scale  # type: ignore[no-untyped-call]
-
-
 def _values_tangent(k: Any, close: Any, eye: Any) -> Any:
     """``dw = diag(K)``, with the checks of a repeated eigenvalue's tangent (it must not
     split it) and cotangent (equal ones get equal cotangents)."""
@@ -99,11 +92,11 @@ def _values_tangent(k: Any, close: Any, eye: Any) -> Any:
     def splits(t: Any) -> Any:  # off the diagonal, or along it unequally, on a pair
         diagonal = jnp.diagonal(t, axis1=-2, axis2=-1)
         unequal = jnp.broadcast_to(differences(diagonal), t.shape)
-        return pairs & (spread(t, 2) | _beyond(unequal, t))
+        return pairs & (spread(t, 2) | spread(unequal, 2, t))
 
     def kinked(c: Any) -> Any:  # (the cotangent of dw on the diagonal)
         unequal = differences(jnp.diagonal(c, axis1=-2, axis2=-1))
-        return pairs & _beyond(unequal, c)
+        return pairs & spread(unequal, 2, c)
 
     checked = k + linear_check(k, splits, _SPLITS, kinked, _KINK)
     return jnp.diagonal(checked, axis1=-2, axis2=-1)

@@ -17,8 +17,9 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from adswitch.spec import negligible
 from adswitch_jax._linalg_checks import guard, known_refusal
-from adswitch_jax._linalg_spectra import real_floating, tolerance
+from adswitch_jax._linalg_spectra import real_floating
 
 __all__ = ["qr", "slogdet", "vector_norm"]
 
@@ -44,7 +45,7 @@ def slogdet(native: Any) -> Any:
 def _dependent(r: Any) -> Any:
     """Per matrix: whether ``R`` has a diagonal entry within roundoff of 0."""
     size = jnp.abs(jnp.diagonal(r, axis1=-2, axis2=-1))
-    return jnp.any(size <= tolerance(size), axis=-1)
+    return jnp.any(negligible(size, xp=jnp), axis=-1)
 
 
 def qr(native: Any) -> Any:

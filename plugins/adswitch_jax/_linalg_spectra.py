@@ -11,14 +11,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from adswitch.spec import beyond_rounding, equal_pairs, negligible
+from adswitch.spec import tolerance as kit_tolerance
+
 __all__ = [
     "differences", "in_cluster", "mT", "masks", "real_floating", "reciprocal", "repeated",
     "spread", "tolerance",
 ]  # fmt: skip
-
-# How close two computed eigenvalues (singular values) must be to count as equal, in units
-# of n * eps * the largest magnitude (as the tape's and the torch engine's rules).
-_GAP_ULPS = 16
 
 
 def mT(x: Any) -> Any:
@@ -27,21 +26,17 @@ def mT(x: Any) -> Any:
 
 
 def tolerance(values: Any) -> Any:
-    """``(..., 1)``: the magnitude below which differences of ``values`` are roundoff."""
-    n = values.shape[-1]
-    scale = jnp.max(jnp.abs(values), axis=-1, keepdims=True)
-    eps = jnp.finfo(values.dtype).eps  # type: ignore[no-untyped-call]
-    return scale * (_GAP_ULPS * max(n, 1) * eps)
+    """``(..., 1)``: the magnitude below which differences of ``values`` are roundoff
+    (every engine's one tolerance, ``adswitch.spec.tolerance``)."""
+    return kit_tolerance(values, xp=jnp)
 
 
 def masks(values: Any) -> tuple[Any, Any, Any]:
     """``(close, zero, eye)``: pairs equal to within roundoff (the diagonal included),
     values within roundoff of 0, the diagonal."""
     values = jax.lax.stop_gradient(values)
-    tol = tolerance(values)
-    close = jnp.abs(values[..., None, :] - values[..., :, None]) <= tol[..., None]
     eye = jnp.eye(values.shape[-1], dtype=bool)
-    return close, values <= tol, eye
+    return equal_pairs(values, xp=jnp), negligible(values, xp=jnp), eye
 
 
 def reciprocal(x: Any, skip: Any) -> Any:
@@ -69,11 +64,12 @@ def differences(values: Any) -> Any:
     return values[..., None, :] - values[..., :, None]
 
 
-def spread(x: Any, axes: int) -> Any:
-    """Which entries of ``x`` are not zero to within ``sqrt(eps)`` times its largest
-    magnitude over its last ``axes`` axes (per matrix): a generous rounding, as what is
-    tested is whether a derivative exists, not a value."""
-    size = jnp.abs(x)
-    scale = jnp.max(size, axis=tuple(range(-axes, 0)), keepdims=True)
-    eps = jnp.finfo(x.dtype).eps  # type: ignore[no-untyped-call]
-    return size > jnp.sqrt(eps) * scale
+def spread(x: Any, axes: int, like: Any = None) -> Any:
+    """Which entries of ``x`` are not zero to within ``sqrt(eps)`` times the largest
+    magnitude of ``like`` (``None``: ``x``) over its last ``axes`` axes (per matrix): a
+    generous rounding, as what is tested is whether a derivative exists, not a value."""
+    scale = jnp.max(
+        jnp.abs(x if like is None else like), axis=tuple(range(-axes, 0)), keepdims=True
+    )
+    scale = jnp.reshape(scale, scale.shape + (1,) * (jnp.ndim(x) - scale.ndim))
+    return beyond_rounding(x, scale, xp=jnp)

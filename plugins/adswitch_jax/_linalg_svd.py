@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import spread_extreme
 from adswitch_jax._linalg_checks import guard, known_refusal, linear_check
 from adswitch_jax._linalg_spectra import (
     differences,
@@ -47,7 +48,7 @@ from adswitch_jax._linalg_spectra import (
     real_floating,
     reciprocal,
     repeated,
-    tolerance,
+    spread,
 )
 
 __all__ = ["SVDResult", "matrix_norm", "svd", "svdvals"]
@@ -166,18 +167,11 @@ def _svdvals_jvp(primals: Any, tangents: Any) -> Any:
 
     def kinked(c: Any) -> Any:  # (the cotangent of ds, as U diag(g_s) V^T)
         gs = jnp.diagonal(mT(fixed_u) @ c @ fixed_v, axis1=-2, axis2=-1)
-        return live & _beyond(differences(gs), gs)
+        return live & spread(differences(gs), 1, gs)
 
     checked = da + linear_check(da, splits, _SPLITS, kinked, _KINK)
     slopes = jnp.sum(left * (checked @ right), axis=-2)
     return s, jnp.where(zero, 0.0, slopes)  # a zero one has a kink (as abs at 0): slope 0
-
-
-def _beyond(x: Any, like: Any) -> Any:
-    """Which entries of ``x`` (``(..., k, k)``) exceed ``sqrt(eps)`` times the largest
-    magnitude of ``like`` (``(..., k)``)."""
-    scale = jnp.max(jnp.abs(like), axis=-1, keepdims=True)[..., None]
-    return jnp.abs(x) > jnp.sqrt(jnp.finfo(like.dtype).eps) * scale  # type: ignore[no-untyped-call]
 
 
 def svdvals(native: Any) -> Any:
@@ -219,17 +213,9 @@ def svd(native: Any) -> Any:
 
 
 def _spread_extreme(values: Any, largest: bool) -> Any:
-    """``max`` (``min``) of the sorted singular values ``values``, whose slope is spread
-    equally over those equal to it to within rounding (a basis-independent ``U_k V_k^T /
-    k``, where ``jnp.max`` puts it on the one that rounding made largest; 0 where it is 0,
-    a kink as ``abs`` at 0); the value is ``jnp.max``'s (``jnp.min``'s) exactly."""
-    fixed = jax.lax.stop_gradient(values)
-    end = fixed[..., :1] if largest else fixed[..., -1:]
-    tol = tolerance(fixed)
-    ties = (jnp.abs(fixed - end) <= tol) & (end > tol)
-    weights = ties / jnp.maximum(jnp.sum(ties, axis=-1, keepdims=True), 1)
-    slope = jnp.sum(values * weights, axis=-1) - jnp.sum(fixed * weights, axis=-1)
-    return end[..., 0] + slope
+    """``max`` (``min``) of the sorted singular values, its slope spread over the ties
+    (``adswitch.spec.spread_extreme``; ``jnp.max`` puts it on one of them)."""
+    return spread_extreme(values, jax.lax.stop_gradient(values), largest, xp=jnp)
 
 
 _SPECTRAL: dict[Any, Any] = {

@@ -85,8 +85,8 @@ def eager_run(
             fn, leaves, active, semantics, request.tangents, request.batched
         )
     else:
-        out_leaves, eager_pullback = _eager.vjp(fn, leaves, active, semantics)
-        pullback = Pullback(eager_apply(eager_pullback), None, Kinds(leaves, active), x64)
+        out_leaves, residuals, how = _eager.vjp(fn, leaves, active, semantics)
+        pullback = Pullback(eager_apply(how), residuals, Kinds(leaves, active), x64)
         return outputs(out_leaves, found.jax_kind), pullback
     return finish(request, found, out_leaves, result, Kinds(leaves, active))
 

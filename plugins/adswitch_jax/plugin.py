@@ -130,6 +130,10 @@ __all__ = ["JaxBackend", "adswitch_backend"]
 _INSTALL_HINT = 'pip install "adswitch[jax]"'
 
 
+# jax's differentiation tracers (by name: their module is private)
+_AD_TRACERS = frozenset(("JVPTracer", "LinearizeTracer", "JaxprTracer"))
+
+
 class JaxBackend(BackendBase):
     """The jax engine: compiled, cached programs of ``jax.vjp``, ``jax.jvp`` and
     ``jax.value_and_grad``.
@@ -153,6 +157,8 @@ class JaxBackend(BackendBase):
         forward=True,
         batching=True,
         extensions=("linalg", "fft"),
+        under=("jit", "vmap"),
+        batched_rules=True,
     )
     array_modules: tuple[str, ...] = ("jax", "jaxlib")
 
@@ -243,6 +249,14 @@ class JaxBackend(BackendBase):
         from adswitch_jax import _custom
 
         return _custom.custom_jvp(fn, rule, leaves, active)
+
+    def is_traced(self, value: Any) -> bool:
+        """Whether ``value`` carries derivatives: a tracer of jax's differentiation
+        (``jvp``/``linearize``/``vjp``); a ``jit`` or ``vmap`` tracer carries none."""
+        for cls in type(value).__mro__:
+            if cls.__name__ in _AD_TRACERS and cls.__module__.startswith("jax"):
+                return True
+        return False
 
     def stop_gradient(self, value: Any) -> Any:
         """``jax.lax.stop_gradient`` (``_custom``)."""

@@ -22,10 +22,12 @@ Imported only from ``adswitch_torch.linalg`` (it imports torch).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+import array_api_compat.torch as compat_torch
 import torch
+
+from adswitch.spec import well_conditioned
 
 from ._linalg_support import any_true, few, readable, refusal, refuse_if, stacked, traced
 
@@ -84,7 +86,7 @@ def _cofactor_matrix(x: Any) -> tuple[Any, Any]:
     lu, pivots, _ = torch.linalg.lu_factor_ex(x)
     pivot = torch.diagonal(lu, dim1=-2, dim2=-1)
     size = pivot.abs()
-    regular = size.amin(-1) > math.sqrt(torch.finfo(x.dtype).eps) * size.amax(-1)
+    regular = well_conditioned(size, xp=compat_torch)
     steps = torch.arange(1, n + 1, device=x.device, dtype=pivots.dtype)
     swaps = (pivots != steps).sum(-1)
     det = pivot.prod(-1) * (1.0 - 2.0 * (swaps % 2)).to(x.dtype)

@@ -20,22 +20,24 @@ from typing import Any
 
 import torch
 
+from adswitch.spec import gap_factor
+from adswitch.spec import negligible as kit_negligible
+
 from ._linalg_support import (
     any_true,
     few,
     known_refusal,
+    negligible,
     readable,
     refusal,
     refuse_if,
     stacked,
     symmetric_tangents,
-    tolerance,
     traced,
 )
 
 __all__ = ["cholesky", "qr", "slogdet"]
 
-_GAP_ULPS = 16  # roundoff, in n * eps * the largest magnitude (as _linalg_support)
 
 _SLOGDET = known_refusal("slogdet.singular")
 _QR = known_refusal("qr.dependent")
@@ -107,7 +109,7 @@ def slogdet(native: Any) -> Any:
 def _dependent(r: Any) -> Any:
     """Per matrix: whether ``R`` has a diagonal entry within roundoff of 0."""
     size = torch.diagonal(r.detach(), dim1=-2, dim2=-1).abs()
-    return (size <= tolerance(size)).any(-1)
+    return negligible(size).any(-1)
 
 
 def _finite(logabs: Any) -> bool:
@@ -125,16 +127,13 @@ def _independent(r: Any) -> bool:
     values = few(diagonal) if diagonal.ndim == 1 else None
     if values is not None:
         size = [abs(v) for v in values]
-        tol = max(size, default=0.0) * (_GAP_ULPS * max(len(size), 1) * torch.finfo(r.dtype).eps)
+        tol = max(size, default=0.0) * gap_factor(len(size), torch.finfo(r.dtype).eps)
         return all(v > tol for v in size)
     found = readable(diagonal)
     if found is None:
         return False
     d, xp = found
-    size = xp.abs(d)
-    scale = xp.max(size, axis=-1, keepdims=True)
-    tol = scale * (_GAP_ULPS * max(size.shape[-1], 1) * torch.finfo(r.dtype).eps)
-    return any_true(size <= tol) is False
+    return any_true(kit_negligible(xp.abs(d), xp=xp)) is False
 
 
 def qr(native: Any) -> Any:

@@ -15,7 +15,6 @@ Imported only from ``adswitch_torch.linalg`` (it imports torch).
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +23,15 @@ import numpy as np
 import torch
 
 from adswitch.errors import UnsupportedError
-from adswitch.spec import known_linalg_refusal, linalg_refusal
+from adswitch.spec import (
+    beyond_rounding,
+    close_pairs,
+    gap_factor,
+    known_linalg_refusal,
+    linalg_refusal,
+)
+from adswitch.spec import negligible as kit_negligible
+from adswitch.spec import tolerance as kit_tolerance
 
 from ._modes import traced as _carries
 
@@ -33,11 +40,6 @@ __all__ = [
     "known_refusal", "negligible", "readable", "refuse_if", "refusal", "safe_reciprocal",
     "spread", "stacked", "sum_reciprocals", "tolerance", "traced",
 ]  # fmt: skip
-
-# How close two computed eigenvalues (singular values) must be to count as equal, in units
-# of n * eps * the largest magnitude: LAPACK's backward errors are about n * eps times the
-# norm, so closer ones are indistinguishable from a repeated value (as the tape's rules).
-_GAP_ULPS = 16
 
 
 def traced(x: Any) -> bool:
@@ -115,14 +117,14 @@ def distinct(values: Any) -> bool:
         return True
     v = few(values) if values.ndim == 1 else None
     if v is not None:  # one matrix's
-        tol = max(abs(x) for x in v) * (_GAP_ULPS * n * torch.finfo(values.dtype).eps)
+        # (Python floats: several times faster than any array library on a few numbers)
+        tol = max(abs(x) for x in v) * gap_factor(n, torch.finfo(values.dtype).eps)
         return all(abs(b - a) > tol for a, b in itertools.pairwise(v))
     found = readable(values)
     if found is None:
         return False
     v, xp = found
-    scale = xp.max(xp.abs(v), axis=-1, keepdims=True)
-    tol = scale * (_GAP_ULPS * n * torch.finfo(values.dtype).eps)
+    tol = kit_tolerance(v, xp=xp)
     return any_true(xp.abs(v[..., 1:] - v[..., :-1]) <= tol) is False
 
 
@@ -228,10 +230,8 @@ def guard_higher(value: Any, degenerate: Any, message: str) -> Any:
 
 def tolerance(values: Any) -> Any:
     """``(..., 1)``: the magnitude below which differences of the eigen- or singular
-    values ``values`` (``(..., n)``) are roundoff, per matrix."""
-    n = values.shape[-1]
-    scale = values.detach().abs().amax(-1, keepdim=True)
-    return scale * (_GAP_ULPS * max(n, 1) * torch.finfo(values.dtype).eps)
+    values ``values`` (``(..., n)``) are roundoff, per matrix (``adswitch.spec``'s)."""
+    return kit_tolerance(values.detach(), xp=compat_torch)
 
 
 def _eye(n: int, like: Any) -> Any:
@@ -241,15 +241,12 @@ def _eye(n: int, like: Any) -> Any:
 def clusters(values: Any) -> Any:
     """``(..., n, n)`` booleans: which pairs ``i != j`` of the sorted ``values`` are equal
     to within :func:`tolerance` (a repeated eigenvalue or singular value)."""
-    values = values.detach()
-    gaps = (values[..., None, :] - values[..., :, None]).abs()
-    return (gaps <= tolerance(values)[..., None]) & ~_eye(values.shape[-1], values)
+    return close_pairs(values.detach(), xp=compat_torch)
 
 
 def negligible(values: Any) -> Any:
     """Which singular values ``(..., n)`` are zero to within :func:`tolerance`."""
-    values = values.detach()
-    return values <= tolerance(values)
+    return kit_negligible(values.detach(), xp=compat_torch)
 
 
 def gap_reciprocals(values: Any, close: Any) -> Any:
@@ -277,6 +274,5 @@ def safe_reciprocal(values: Any, zero: Any) -> Any:
 def spread(values: Any, scale: Any) -> Any:
     """Which entries of ``values`` are not zero to within ``sqrt(eps)`` times ``scale``
     (per matrix, broadcast against ``values``): a generous rounding, as what is tested is
-    whether a derivative exists, not a value."""
-    eps = torch.finfo(values.dtype).eps
-    return values.detach().abs() > math.sqrt(eps) * scale
+    whether a derivative exists, not a value (``adswitch.spec.beyond_rounding``)."""
+    return beyond_rounding(values.detach(), scale, xp=compat_torch)

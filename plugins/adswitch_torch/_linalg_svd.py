@@ -41,9 +41,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import array_api_compat.torch as compat_torch
 import torch
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import negligible as kit_negligible
+from adswitch.spec import spread_extreme
 
 from ._linalg_support import (
     any_true,
@@ -53,12 +56,9 @@ from ._linalg_support import (
     refuse_if,
     spread,
     stacked,
-    tolerance,
     traced,
 )
 from ._linalg_svd_rules import svd_gradient, svd_tangent
-
-_GAP_ULPS = 16  # roundoff, in k * eps * the largest singular value (as _linalg_support)
 
 __all__ = ["matrix_norm", "svd", "svdvals"]
 
@@ -147,9 +147,8 @@ def _regular(x: Any, s: Any) -> bool:
     found = readable(s)
     if found is None:
         return False
-    v = found[0]
-    tol = v[..., :1] * (_GAP_ULPS * v.shape[-1] * torch.finfo(s.dtype).eps)
-    return any_true(v[..., -1:] <= tol) is False
+    v, xp = found
+    return any_true(kit_negligible(v, xp=xp)[..., -1:]) is False  # (the smallest is last)
 
 
 def svd(native: Any) -> Any:
@@ -186,16 +185,9 @@ def svdvals(native: Any) -> Any:
 
 
 def _spread_extreme(values: Any, largest: bool) -> Any:
-    """``max`` (``min``) of the sorted singular values ``values``, whose slope is spread
-    equally over those equal to it to within rounding (a basis-independent ``U_k V_k^T /
-    k``, where torch's ``amax`` puts it on the one that rounding made largest; 0 where it
-    is 0, a kink as ``abs`` at 0); the value is ``amax``'s (``amin``'s) exactly."""
-    end = values[..., :1] if largest else values[..., -1:]
-    tol = tolerance(values)
-    ties = ((values.detach() - end.detach()).abs() <= tol) & (end.detach() > tol)
-    weights = ties.to(values.dtype) / ties.sum(-1, keepdim=True).clamp(min=1)
-    slope = (values * weights).sum(-1) - (values.detach() * weights).sum(-1)
-    return end[..., 0].detach() + slope
+    """``max`` (``min``) of the sorted singular values, its slope spread over the ties
+    (``adswitch.spec.spread_extreme``; torch's ``amax`` puts it on one of them)."""
+    return spread_extreme(values, values.detach(), largest, xp=compat_torch)
 
 
 _SPECTRAL: dict[Any, Any] = {

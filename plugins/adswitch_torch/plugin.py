@@ -127,6 +127,7 @@ write ``xp.linalg.det(x)``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -192,6 +193,7 @@ class TorchBackend(BackendBase):
         batching=True,
         second_order="reverse-over-reverse",
         extensions=("linalg", "fft"),
+        batched_rules=True,
     )
     array_modules: tuple[str, ...] = ("torch",)
 
@@ -215,6 +217,16 @@ class TorchBackend(BackendBase):
         self._passes: Passes | None = None
         self._namespace: Any = None
         self._trees_registered = False
+
+    def compiler_barrier(self) -> Callable[[Callable[..., Any]], Callable[..., Any]] | None:
+        """``torch.compiler.disable`` while ``torch.compile`` traces the caller (an
+        adswitch operator then runs as one opaque call: one graph break; see
+        ``adswitch.compilers``), else ``None``. Looks torch up in ``sys.modules``: a
+        process that never imported torch is not compiling."""
+        compiler = getattr(sys.modules.get("torch"), "compiler", None)
+        if compiler is None or not compiler.is_compiling():
+            return None
+        return compiler.disable  # type: ignore[no-any-return]
 
     def _engine(self) -> Any:
         torch = self._torch

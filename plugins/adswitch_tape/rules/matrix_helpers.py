@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import tolerance  # (every engine's one tolerance, re-exported here)
 
 from ..core import raw
 from . import matrix_primitives as M
@@ -29,11 +30,6 @@ __all__ = [
     "lower_read", "mT", "part", "regular_triangle", "row", "safe_reciprocal", "singular",
     "solve_right", "sum_reciprocals", "tolerance", "tri",
 ]  # fmt: skip
-
-# How close two computed eigenvalues (singular values) must be to count as equal, in
-# units of n * eps * the largest magnitude: LAPACK's backward errors are about n * eps
-# times the norm, so closer ones are indistinguishable from a repeated value.
-_GAP_ULPS = 16
 
 
 class SingularMatrixError(UnsupportedError, np.linalg.LinAlgError):
@@ -141,14 +137,6 @@ def sum_reciprocals(values: Any) -> Any:
     n = v.shape[-1]
     apart = (v[..., None, :] + v[..., :, None] > tolerance(v)[..., None]) & ~np.eye(n, dtype=bool)
     return P.divide(apart.astype(v.dtype), P.where(apart, row(values) + col(values), 1.0))
-
-
-def tolerance(v: np.ndarray) -> np.ndarray:
-    """The magnitude below which differences of the values ``v`` (``(..., n)``) are
-    roundoff, per vector (keeps the last axis, of length 1)."""
-    n = v.shape[-1]
-    scale = np.max(np.abs(v), axis=-1, keepdims=True) if n else np.zeros((*v.shape[:-1], 1))
-    return np.asarray(_GAP_ULPS * max(n, 1) * np.finfo(v.dtype).eps * scale)
 
 
 def safe_reciprocal(values: Any) -> Any:

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from adswitch.spec import well_conditioned
+
 from ..recording import binary, unary
 
 __all__ = [
@@ -55,7 +57,7 @@ def _cofactor(x: Any) -> Any:
     if x.shape[-1] == 0:
         return np.zeros_like(x)
     u, s, vh = np.linalg.svd(x)
-    regular = s[..., -1] > np.sqrt(np.finfo(x.dtype).eps) * s[..., 0]
+    regular = well_conditioned(s)
     if regular.all():
         return np.linalg.det(x)[..., None, None] * np.swapaxes(np.linalg.inv(x), -1, -2)
     sign = np.linalg.det(u) * np.linalg.det(vh)

@@ -20,9 +20,11 @@ from typing import Any
 import numpy as np
 
 from adswitch.errors import UnsupportedError
+from adswitch.spec import any_beyond
+from adswitch.spec import close_pairs as _close_pairs
+from adswitch.spec import negligible as _negligible
 
 from ..core import Tracer, raw
-from .matrix_helpers import tolerance
 
 __all__ = [
     "check_concrete", "check_tangent", "check_values", "close_pairs", "negligible",
@@ -39,17 +41,14 @@ def traced(*xs: Any) -> bool:
 
 def close_pairs(values: Any) -> np.ndarray:
     """``(..., n, n)`` booleans: the pairs ``i != j`` of the sorted ``values`` (``(...,
-    n)``) equal to rounding."""
-    v = np.asarray(raw(values))
-    n = v.shape[-1]
-    close: np.ndarray = np.abs(v[..., None, :] - v[..., :, None]) <= tolerance(v)[..., None]
-    return close & ~np.eye(n, dtype=bool)
+    n)``) equal to rounding (``adswitch.spec.close_pairs``)."""
+    close: np.ndarray = _close_pairs(np.asarray(raw(values)))
+    return close
 
 
 def negligible(values: Any) -> np.ndarray:
     """Which of the nonnegative ``values`` (singular values) are 0 to rounding."""
-    v = np.asarray(raw(values))
-    small: np.ndarray = v <= tolerance(v)
+    small: np.ndarray = _negligible(np.asarray(raw(values)))
     return small
 
 
@@ -68,18 +67,6 @@ def refuse_vectors(name: str, kind: str) -> UnsupportedError:
 
 def _refuse(name: str, kind: str, why: str, fix: str) -> UnsupportedError:
     return UnsupportedError(f"tape: xp.linalg.{name} at {_KIND[kind]}: {why}. Fix: {fix}.")
-
-
-def _spread(values: np.ndarray, mask: np.ndarray, scale: np.ndarray) -> bool:
-    """Whether the entries of ``values`` under ``mask`` are not all 0, to ``sqrt(eps)``
-    times the largest magnitude of ``scale`` (generous: whether a derivative exists is
-    tested, not a value)."""
-    picked = np.broadcast_to(mask, values.shape)
-    if not picked.any():
-        return False
-    eps = np.finfo(np.result_type(values, np.float32)).eps
-    bound = np.sqrt(eps) * (float(np.max(np.abs(scale))) if scale.size else 0.0)
-    return bool(np.any(np.abs(values[picked]) > bound))
 
 
 def check_concrete(name: str, kind: str, *xs: Any) -> None:
@@ -102,7 +89,7 @@ def check_values(name: str, kind: str, cotangent: Any, close: np.ndarray, *saved
         return
     check_concrete(name, kind, cotangent, *saved)
     g = np.asarray(cotangent)
-    if _spread(g[..., :, None] - g[..., None, :], close, g):
+    if any_beyond(g[..., :, None] - g[..., None, :], close, g):
         raise _refuse(
             name,
             kind,
@@ -123,7 +110,7 @@ def check_tangent(name: str, kind: str, block: Any, close: np.ndarray, *saved: A
     check_concrete(name, kind, block, *saved)
     b = np.asarray(block)
     d = np.diagonal(b, axis1=-2, axis2=-1)
-    splits = _spread(b, close, b) or _spread(d[..., :, None] - d[..., None, :], close, b)
+    splits = any_beyond(b, close, b) or any_beyond(d[..., :, None] - d[..., None, :], close, b)
     if splits:
         raise _refuse(
             name,

@@ -1,0 +1,136 @@
+"""Sparse Jacobian and Hessian cases (``ad.jacobian(..., sparsity=...)``,
+``ad.hessian(..., sparsity=...)``): what a case asks for
+(:class:`Sparse`) and the check of its result -- every block a ``scipy.sparse.csr_array``,
+densified into the dense ``ad.jacobian``'s layout and compared with the dense reference
+(finite differences or a closed form: an entry the pattern dropped shows there), and the
+colorings' sizes against their known optima. ``check=True`` in the call compares with the
+engine's dense operator as well (adswitch raises where they differ)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .case import Case
+from .checks import Mismatch
+from .dense import Ref
+from .reference import Expected, unwrap
+from .trees import children, leaves_with_paths, rebuild
+
+__all__ = ["Sparse", "sparse_options", "densified", "verify_sparse"]
+
+
+@dataclass(frozen=True)
+class Sparse:
+    """How a case calls the sparse ``ad.jacobian``, and the colorings it expects.
+
+    Attributes:
+        sparsity: ``"detect"``, a pattern, or a callable of the case's argument values
+            giving one (built when the case runs: detection is not the harness's import).
+        check: the ``check=`` keyword (the dense operator compared inside adswitch).
+        columns: the number of column colors (``mode="forward"``; for a Hessian, its
+            colors) the pattern needs, when known (checked against adswitch's coloring).
+        rows: the number of row colors (``mode="reverse"``), when known.
+    """
+
+    sparsity: Any = "detect"
+    check: bool = True
+    columns: int | None = None
+    rows: int | None = None
+
+
+def sparse_options(case: Case, args: Sequence[Any] | None = None) -> dict[str, Any]:
+    """The ``sparsity=`` and ``check=`` keywords of a sparse case (none for the others).
+
+    Example:
+        >>> from adswitch_conformance.case import Case
+        >>> sparse_options(Case("s.x", "sparse", "x", abs, tuple, entry="jacobian",
+        ...                     sparse=Sparse()))
+        {'sparsity': 'detect', 'check': True}
+    """
+    spec = case.sparse
+    if spec is None:
+        return {}
+    pattern = spec.sparsity
+    if callable(pattern):
+        pattern = pattern(*[unwrap(a)[1] for a in (args if args is not None else case.make_args())])
+    return {"sparsity": pattern, "check": spec.check}
+
+
+def _is_csr(x: Any) -> bool:
+    from scipy import sparse
+
+    return isinstance(x, sparse.csr_array)
+
+
+def densified(got: Any, want: Any, n_args: int, single: int | None, hessian: bool) -> Any:
+    """``got`` with each ``csr_array`` block as a dense array of its reference's shape;
+    a bare ``csr_array`` (one plain argument, one array output) first put at argument
+    ``single`` of the dense layout's per-argument tuple (for a Hessian, its row's too).
+    Other leaves stay (and fail the type check there)."""
+    if _is_csr(got) and single is not None and isinstance(want, tuple):
+        row = tuple(got if i == single else None for i in range(n_args))
+        got = tuple(row if i == single else None for i in range(n_args)) if hessian else row
+    return _dense(got, want)
+
+
+def _dense(got: Any, want: Any) -> Any:
+    if _is_csr(got):
+        shape = np.shape(want.value) if isinstance(want, Ref) else None
+        if shape is None or got.shape[0] * got.shape[1] != int(np.prod(shape)):
+            return got  # (the wrong block: the tree check names it)
+        return got.toarray().reshape(shape)
+    kids, want_kids = children(got), children(want)
+    if kids is None or want_kids is None or len(kids) != len(want_kids):
+        return got
+    return rebuild(got, [_dense(k, w) for (_, k), (_, w) in zip(kids, want_kids)])
+
+
+def verify_sparse(
+    case: Case,
+    args: Sequence[Any],
+    result: Any,
+    expected: Expected,
+    check_tree: Callable[[str, Any, Any, Any], int],
+    label: str = "jacobian",
+) -> int:
+    """Check a sparse case's result (``label``: ``"jacobian"`` or ``"hessian"``); returns
+    how many numbers were compared."""
+    blocks = [leaf for _, leaf in leaves_with_paths(result, label) if leaf is not None]
+    if not blocks or not all(_is_csr(b) for b in blocks):
+        kinds = sorted({type(b).__name__ for b in blocks})
+        raise Mismatch(f"{label}: expected scipy.sparse.csr_array blocks, got {kinds}")
+    kinds = [unwrap(a)[0] for a in args]
+    plain = [i for i, k in enumerate(kinds) if k != "const"]
+    single = plain[0] if len(plain) == 1 else None
+    dense = densified(result, expected.tree, len(args), single, label == "hessian")
+    compared = check_tree(label, dense, expected.tree, case.tol)
+    _check_colors(case, args)
+    return compared
+
+
+def _check_colors(case: Case, args: Sequence[Any]) -> None:
+    """The colors adswitch's coloring gives the case's pattern (read from a call prepared
+    on the tape: the coloring is the front end's, the same for every engine) against the
+    known optima."""
+    import adswitch as ad
+
+    spec, sparsity = case.sparse, sparse_options(case, args)["sparsity"]
+    sides: list[tuple[str, int | None, dict[str, str]]]
+    if case.entry == "hessian":
+        sides = [("Hessian", spec.columns, {})]
+        operator = ad.hessian
+    else:
+        sides = [("column", spec.columns, {"mode": "forward"})]
+        sides.append(("row", spec.rows, {"mode": "reverse"}))
+        operator = ad.jacobian
+    for side, want, mode in sides:
+        if want is None:
+            continue
+        prepared = ad.prepare(operator, case.fn, *args, backend="tape", sparsity=sparsity, **mode)
+        got = int(np.max(prepared.colors, initial=-1)) + 1
+        if got != want:
+            raise Mismatch(f"{side} coloring: {got} colors, the known optimum is {want}")
