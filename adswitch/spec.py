@@ -75,11 +75,18 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import pluggy
 
-from adswitch.errors import UnsupportedError
-
 # The adapter kit (lazy engine loading, the user's line for messages, warnings given once,
 # numpy's dtype limits as the Array API states them, the linalg refusal messages),
 # re-exported here: plugins import everything they use of adswitch from this module.
+from adswitch.closures import (
+    NOT_FOUND,
+    ClosureWalk,
+    ProbeKind,
+    Unprovable,
+    read_probe,
+    walk_closures,
+)
+from adswitch.errors import UnsupportedError
 from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
 from adswitch.leaves import leaf_kind
 from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
@@ -108,6 +115,12 @@ __all__ = [
     "hookimpl",
     "Capabilities",
     "CallInfo",
+    "ClosureWalk",
+    "NOT_FOUND",
+    "ProbeKind",
+    "Unprovable",
+    "read_probe",
+    "walk_closures",
     "LossFn",
     "OutputFn",
     "Pullback",
@@ -447,6 +460,19 @@ class Backend(Protocol):
       match, and runs without its prepared slot (``CallInfo.prepared`` is ``None``): the
       transform stages the call, so the engine should run it inline. Without the hook, a
       prepared call refuses such values (``PreparationError``).
+
+    Optional hook for sparse results (``ad.jacobian``/``ad.hessian`` with ``sparsity=``;
+    see ``adswitch.sparse.native``):
+
+    - ``sparse_result(indptr, indices, data, shape, like) -> matrix``: one block of a
+      sparse result as the engine's own 2-D sparse matrix (torch: a
+      ``torch.sparse_csr_tensor``; jax: a ``jax.experimental.sparse.BCOO``). The arguments
+      are a canonical CSR matrix in numpy (``indptr``: ``shape[0] + 1`` row pointers;
+      ``indices``: sorted, unique columns within each row; ``data``: the values, in the
+      result's dtype, explicit zeros kept) and ``like``, the block's differentiated input
+      leaf (an owned, concrete array): put the matrix on its device. Copy, never alias
+      the arrays. The front end calls it only when the engine owns ``like``; numpy inputs
+      and engines without the hook get a ``scipy.sparse.csr_array``.
     """
 
     name: str

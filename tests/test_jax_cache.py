@@ -6,6 +6,7 @@ values; values are checked against closed forms after every change.
 
 from __future__ import annotations
 
+import collections
 import math
 from typing import Any
 
@@ -28,8 +29,10 @@ def _fresh_state() -> None:
     _engine.reset()
 
 
-def counting_cube() -> tuple[list[int], Any]:
-    runs: list[int] = []
+def counting_cube() -> tuple[collections.deque[int], Any]:
+    # (a deque: a list that f appends to is data the jax guard watches -- a changed
+    # list makes the program compile again -- while a deque's items it does not read)
+    runs: collections.deque[int] = collections.deque()
 
     def f(x: Any) -> Any:
         if isinstance(x, jax.core.Tracer):  # only while jax traces a program
@@ -82,7 +85,9 @@ def test_jax_and_numpy_inputs_of_one_function() -> None:
 
 
 def test_activity_change_recompiles() -> None:
-    runs: list[int] = []
+    # (a deque: a list that f appends to is data the jax guard watches -- a changed
+    # list makes the program compile again -- while a deque's items it does not read)
+    runs: collections.deque[int] = collections.deque()
 
     def f(a: Any, b: Any) -> Any:
         runs.append(1)
@@ -103,7 +108,9 @@ def test_activity_change_recompiles() -> None:
 
 
 def test_constant_values_are_part_of_the_key() -> None:
-    runs: list[int] = []
+    # (a deque: a list that f appends to is data the jax guard watches -- a changed
+    # list makes the program compile again -- while a deque's items it does not read)
+    runs: collections.deque[int] = collections.deque()
 
     def f(x: Any, sign_of: float, power: int) -> Any:
         runs.append(1)
@@ -239,7 +246,9 @@ def test_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.filterwarnings("error::adswitch_jax.notices.JaxFallbackWarning")
 def test_value_dependent_control_flow_falls_back_once() -> None:
-    runs: list[int] = []
+    # (a deque: a list that f appends to is data the jax guard watches -- a changed
+    # list makes the program compile again -- while a deque's items it does not read)
+    runs: collections.deque[int] = collections.deque()
 
     def f(x: Any) -> Any:
         runs.append(1)

@@ -7,6 +7,7 @@ Oracles: closed forms.
 
 from __future__ import annotations
 
+import collections
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -28,8 +29,10 @@ def _fresh_state() -> None:
     _engine.reset()
 
 
-def counting(f: Any) -> tuple[list[int], Any]:
-    traces: list[int] = []
+def counting(f: Any) -> tuple[collections.deque[int], Any]:
+    # (a deque: a list that f appends to is data the jax guard watches -- a changed
+    # list makes the program compile again -- while a deque's items it does not read)
+    traces: collections.deque[int] = collections.deque()
 
     def wrapped(*args: Any) -> Any:
         if isinstance(args[0], jax.core.Tracer):

@@ -1,5 +1,6 @@
 """Compressed Jacobians: one batched pushforward (pullback) of the colors' seeds instead
-of the identity basis, decompressed straight into a ``scipy.sparse.csr_array``.
+of the identity basis, decompressed straight into a ``scipy.sparse.csr_array`` (then
+per block the engine's own sparse matrix for its arrays' inputs: :mod:`.native`).
 
 Several differentiated arguments (or trees) and tree outputs share one flattened matrix --
 rows: the floating output leaves' elements, columns: the differentiated leaves', each in
@@ -24,6 +25,7 @@ from adswitch.results import place
 from adswitch.sparse.coloring import color_columns, color_rows, n_colors
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
+from adswitch.sparse.native import native
 from adswitch.sparse.tracer import _sp
 
 __all__ = ["SparseSetup", "refuse_traced", "setup", "sparse_jacobian"]
@@ -75,7 +77,7 @@ def sparse_jacobian(
     s: SparseSetup,
     dense: Callable[..., Any] | None = None,
 ) -> Any:
-    """The Jacobian of ``f`` from the compressed seeds of ``s``, in csr_array blocks.
+    """The Jacobian of ``f`` from the compressed seeds of ``s``, in sparse blocks.
 
     Args:
         started: the started call (its plan says which leaves are differentiated).
@@ -86,9 +88,11 @@ def sparse_jacobian(
         dense: with ``check=True``, the dense operator to compare with.
 
     Returns:
-        One differentiated array argument and one array output: a ``csr_array``. Else the
-        layout of the dense ``ad.jacobian``, each block a ``csr_array`` of shape
-        ``(out_leaf.size, in_leaf.size)``.
+        One differentiated array argument and one array output: a sparse matrix. Else the
+        layout of the dense ``ad.jacobian``, each block a sparse matrix of shape
+        ``(out_leaf.size, in_leaf.size)``: a ``scipy.sparse.csr_array``, or the engine's
+        own (``torch.sparse_csr_tensor``, jax's ``BCOO``) where the block's input leaf is
+        that engine's array (:func:`.native.native`).
 
     Example:
         >>> import adswitch as ad, numpy as np
@@ -137,8 +141,8 @@ def sparse_jacobian(
     if dense is not None:  # check=True: the dense operator (adswitch.jacobians) to compare
         _check(started, f, s, jac, dense, (_keys(plan, layout, active), out_layout, in_layout))
     if _single(plan, layout, active):
-        return jac
-    return _blocks(plan, layout, active, out_layout, in_layout, jac)
+        return native(engine, jac, plan.leaves[active[0]])
+    return _blocks(started, layout, active, (out_layout, in_layout), jac)
 
 
 def _split(seeds: np.ndarray, arrays: Sequence[Any], layout: Layout) -> list[np.ndarray]:
@@ -214,14 +218,14 @@ def _keys(plan: Plan, layout: Outputs, active: list[int]) -> Any:
 
 
 def _blocks(
-    plan: Plan, layout: Outputs, active: list[int], out_layout: Layout, in_layout: Layout, jac: Any
+    started: Started, layout: Outputs, active: list[int], where: tuple[Layout, Layout], jac: Any
 ) -> Any:
-    sp = _sp()
+    sp, plan, (out_layout, in_layout) = _sp(), started.plan, where
 
     def block(k: int, a: int) -> Any:
         r0, c0 = out_layout.offsets[k], in_layout.offsets[a]
         piece = jac[r0 : r0 + out_layout.sizes[k], c0 : c0 + in_layout.sizes[a]]
-        return sp.csr_array(piece)
+        return native(started.engine, sp.csr_array(piece), plan.leaves[active[a]])
 
     return _laid_out(plan, layout, active, block)
 
@@ -276,9 +280,10 @@ def _check(
 
 
 def refuse_traced(started: Started) -> None:
-    """A sparse Jacobian is a host ``scipy.sparse`` matrix, which no engine differentiates
-    or traces: inside a differentiated function it would be a constant to the enclosing
-    derivative, under ``jax.jit`` its values cannot be read (a raw engine error)."""
+    """A sparse Jacobian is built on the host (a ``scipy.sparse`` matrix, or an engine's
+    sparse matrix made from one), which no engine differentiates or traces: inside a
+    differentiated function it would be a constant to the enclosing derivative, under
+    ``jax.jit`` its values cannot be read (a raw engine error)."""
     if not started.depth:
         try:
             for leaf, active in zip(started.plan.leaves, started.plan.active):
@@ -288,7 +293,7 @@ def refuse_traced(started: Started) -> None:
         except Exception:  # (an engine's tracer: jax's TracerArrayConversionError...)
             pass
     raise UsageError(
-        "a sparse ad.jacobian (sparsity=...) returns scipy.sparse matrices, which no engine "
-        "differentiates or traces: call it outside differentiated functions and outside "
+        "a sparse ad.jacobian (sparsity=...) builds its sparse matrices on the host, which no "
+        "engine differentiates or traces: call it outside differentiated functions and outside "
         "jax.jit/vmap/grad, or use the dense ad.jacobian (no sparsity=) there."
     )

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,28 +10,22 @@ import numpy as np
 __all__ = ["brusselator"]
 
 
-def brusselator(u: Any, n: int, roll: Callable[..., Any] | None = None) -> Any:
+def brusselator(u: Any, n: int) -> Any:
     """The right-hand side of the 2-D Brusselator on an ``n x n`` periodic grid; ``u`` holds
-    ``(n, n, 2)`` values flattened; returns the same layout. ``roll(xp, z, shift, axis)``:
-    the periodic shift (default ``xp.roll``; an engine without ``roll`` passes its own)."""
+    ``(n, n, 2)`` values flattened; returns the same layout."""
     from adswitch.namespace import array_namespace
 
     xp = array_namespace(u)
-    if roll is None:
-
-        def roll(xp: Any, z: Any, shift: int, axis: int) -> Any:
-            return xp.roll(z, shift, axis=axis)
-
     alpha = 10.0 * (n - 1) ** 2 / 10.0  # (alpha / dx^2, dx = 1/(n-1), alpha = 10)
     grid = xp.reshape(u, (n, n, 2))
     a, b = grid[:, :, 0], grid[:, :, 1]
 
     def lap(z: Any) -> Any:
         return (
-            roll(xp, z, 1, 0)
-            + roll(xp, z, -1, 0)
-            + roll(xp, z, 1, 1)
-            + roll(xp, z, -1, 1)
+            xp.roll(z, 1, axis=0)
+            + xp.roll(z, -1, axis=0)
+            + xp.roll(z, 1, axis=1)
+            + xp.roll(z, -1, axis=1)
             - 4.0 * z
         )
 

@@ -1,5 +1,6 @@
 """Compressed Hessians: one batched H·v over the colors' seeds instead of the identity
-basis, decompressed into a symmetric ``scipy.sparse.csr_array``.
+basis, decompressed into a symmetric ``scipy.sparse.csr_array`` (then the engine's own
+sparse matrix where ``x`` is that engine's array: :mod:`.native`).
 
 The pattern is colored once (:func:`setup_hessian`): a star coloring (:mod:`.star`, read
 back by its direct rule) or a column (distance-2) coloring (each entry read from its
@@ -25,6 +26,7 @@ from adswitch.plan import CONST, Plan
 from adswitch.sparse.coloring import color_columns, n_colors
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
+from adswitch.sparse.native import native
 from adswitch.sparse.star import star_coloring, star_gather, symmetric_pattern
 from adswitch.sparse.tracer import _sp
 
@@ -113,7 +115,7 @@ def sparse_hessian(
     strategy: str,
     dense: Callable[[Started, Callable[..., Any]], Any] | None = None,
 ) -> Any:
-    """The Hessian of ``f``'s loss in its one active array argument, as a csr_array.
+    """The Hessian of ``f``'s loss in its one active array argument, as a sparse matrix.
 
     Args:
         started: the started (or prepared) call.
@@ -125,7 +127,9 @@ def sparse_hessian(
             (``check=True``), or ``None``.
 
     Returns:
-        A symmetric ``scipy.sparse.csr_array`` of shape ``(x.size, x.size)``.
+        A symmetric sparse matrix of shape ``(x.size, x.size)``: a
+        ``scipy.sparse.csr_array``, or the engine's own (``torch.sparse_csr_tensor``,
+        jax's ``BCOO``) where ``x`` is that engine's array (:func:`.native.native`).
     """
     plan, engine = started.plan, started.engine
     position = _one_array_argument(plan)
@@ -159,7 +163,7 @@ def sparse_hessian(
     hess = _decompress(s, compressed)
     if dense is not None:
         _check(started, f, s, hess, dense, position)
-    return hess
+    return native(engine, hess, x)
 
 
 def _one_array_argument(plan: Plan) -> int:
@@ -182,10 +186,11 @@ def _one_array_argument(plan: Plan) -> int:
 def _concrete(started: Started, value: Any = None) -> np.ndarray:
     """``value`` (default: the differentiated argument) as numpy, or a ``UsageError``.
 
-    A sparse Hessian is a host ``scipy.sparse`` matrix, which no engine differentiates or
-    traces: refused inside a differentiated function and under an engine's own transforms
-    (``jax.jit``...), whose values cannot be read (else a raw engine error, or a result
-    silently constant to the enclosing derivative)."""
+    A sparse Hessian is built on the host (a ``scipy.sparse`` matrix, or an engine's sparse
+    matrix made from one), which no engine differentiates or traces: refused inside a
+    differentiated function and under an engine's own transforms (``jax.jit``...), whose
+    values cannot be read (else a raw engine error, or a result silently constant to the
+    enclosing derivative)."""
     if value is None:
         value = started.plan.leaves[started.plan.active.index(True)]
     if not started.depth:
@@ -194,8 +199,8 @@ def _concrete(started: Started, value: Any = None) -> np.ndarray:
         except Exception:  # (an engine's tracer: jax's TracerArrayConversionError...)
             pass
     raise UsageError(
-        "a sparse ad.hessian (sparsity=...) returns a scipy.sparse matrix, which no engine "
-        "differentiates or traces: call it outside differentiated functions and outside "
+        "a sparse ad.hessian (sparsity=...) builds its sparse matrix on the host, which no "
+        "engine differentiates or traces: call it outside differentiated functions and outside "
         "jax.jit/vmap/grad, or use the dense ad.hessian (no sparsity=) there."
     )
 

@@ -98,10 +98,30 @@ def _matrix(x: Any) -> Any:  # a (3, 4) input: periodic neighbours along the las
 
 def _brusselator(u: Any, n: int) -> Any:
     """``adswitch.sparse.examples.brusselator`` with its ``xp.roll`` written as
-    :func:`_shift` (the dual engine has no ``roll``)."""
-    from adswitch.sparse.examples import brusselator
+    :func:`_shift` (the dual engine has no ``roll``). A copy, not an import: the suite uses
+    only adswitch's public API, as a third party's would (tests/test_sparse_blocks.py
+    checks the two agree)."""
+    xp = _xp(u)
+    alpha = 10.0 * (n - 1) ** 2 / 10.0
+    grid = xp.reshape(u, (n, n, 2))
+    a, b = grid[:, :, 0], grid[:, :, 1]
 
-    return brusselator(u, n, roll=_shift)
+    def lap(z: Any) -> Any:
+        return (
+            _shift(xp, z, 1, 0)
+            + _shift(xp, z, -1, 0)
+            + _shift(xp, z, 1, 1)
+            + _shift(xp, z, -1, 1)
+            - 4.0 * z
+        )
+
+    xs = np.linspace(0.0, 1.0, n)
+    forcing = xp.asarray(
+        np.where(((xs[:, None] - 0.3) ** 2 + (xs[None, :] - 0.6) ** 2) <= 0.01, 5.0, 0.0)
+    )
+    du = 1.0 + a * a * b - 4.4 * a + alpha * lap(a) + forcing
+    dv = 3.4 * a - a * a * b + alpha * lap(b)
+    return xp.reshape(xp.stack([du, dv], axis=-1), (-1,))
 
 
 def _two_args(x: Any, y: Any) -> Any:

@@ -1,13 +1,16 @@
 """Sparse Jacobian and Hessian cases (``ad.jacobian(..., sparsity=...)``,
-``ad.hessian(..., sparsity=...)``): what a case asks for
-(:class:`Sparse`) and the check of its result -- every block a ``scipy.sparse.csr_array``,
-densified into the dense ``ad.jacobian``'s layout and compared with the dense reference
-(finite differences or a closed form: an entry the pattern dropped shows there), and the
-colorings' sizes against their known optima. ``check=True`` in the call compares with the
-engine's dense operator as well (adswitch raises where they differ)."""
+``ad.hessian(..., sparsity=...)``): what a case asks for (:class:`Sparse`) and the check
+of its result -- every block a 2-D sparse matrix of the inputs' kind
+(``scipy.sparse.csr_array`` for numpy, ``torch.sparse_csr_tensor`` for torch, jax's
+``BCOO`` for jax), densified into the dense ``ad.jacobian``'s layout and compared with
+the dense reference (finite differences or a closed form: an entry the pattern dropped
+shows there), and the colorings' sizes against their known optima. ``check=True`` in
+the call compares with the engine's dense operator as well (adswitch raises where they
+differ)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +23,7 @@ from .dense import Ref
 from .reference import Expected, unwrap
 from .trees import children, leaves_with_paths, rebuild
 
-__all__ = ["Sparse", "sparse_options", "densified", "verify_sparse"]
+__all__ = ["Sparse", "densified", "sparse_kind", "sparse_options", "to_dense", "verify_sparse"]
 
 
 @dataclass(frozen=True)
@@ -60,17 +63,55 @@ def sparse_options(case: Case, args: Sequence[Any] | None = None) -> dict[str, A
     return {"sparsity": pattern, "check": spec.check}
 
 
-def _is_csr(x: Any) -> bool:
+def sparse_kind(x: Any) -> str | None:
+    """``"scipy"``, ``"torch"`` or ``"jax"`` for a 2-D sparse matrix of that library (a
+    ``csr_array``, a ``torch.sparse_csr_tensor``, a ``BCOO``), else ``None``; engines are
+    looked up in ``sys.modules``, never imported.
+
+    Example:
+        >>> import numpy as np, scipy.sparse as sp
+        >>> sparse_kind(sp.csr_array(np.eye(2))), sparse_kind(np.eye(2))
+        ('scipy', None)
+    """
     from scipy import sparse
 
-    return isinstance(x, sparse.csr_array)
+    if isinstance(x, sparse.csr_array):
+        return "scipy"
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor) and x.layout == torch.sparse_csr:
+        return "torch"
+    jsparse = sys.modules.get("jax.experimental.sparse")
+    if jsparse is not None and isinstance(x, jsparse.BCOO):
+        return "jax"
+    return None
+
+
+def _is_csr(x: Any) -> bool:
+    return sparse_kind(x) is not None
+
+
+def to_dense(x: Any) -> np.ndarray:
+    """A sparse block of :func:`sparse_kind` as a dense numpy matrix (off the device)."""
+    kind = sparse_kind(x)
+    if kind == "scipy":
+        return np.asarray(x.toarray())
+    if kind == "torch":
+        return np.asarray(x.to_dense().cpu().numpy())
+    return np.asarray(x.todense())
+
+
+def _kind_of_input(value: Any) -> str:
+    """The sparse kind a block whose input is ``value`` should have: the input array's
+    library (scipy for numpy and Python floats)."""
+    module = type(value).__module__.partition(".")[0]
+    return {"torch": "torch", "jax": "jax", "jaxlib": "jax"}.get(module, "scipy")
 
 
 def densified(got: Any, want: Any, n_args: int, single: int | None, hessian: bool) -> Any:
-    """``got`` with each ``csr_array`` block as a dense array of its reference's shape;
-    a bare ``csr_array`` (one plain argument, one array output) first put at argument
-    ``single`` of the dense layout's per-argument tuple (for a Hessian, its row's too).
-    Other leaves stay (and fail the type check there)."""
+    """``got`` with each sparse block (:func:`sparse_kind`) as a dense array of its
+    reference's shape; a bare sparse matrix (one plain argument, one array output) first
+    put at argument ``single`` of the dense layout's per-argument tuple (for a Hessian,
+    its row's too). Other leaves stay (and fail the type check there)."""
     if _is_csr(got) and single is not None and isinstance(want, tuple):
         row = tuple(got if i == single else None for i in range(n_args))
         got = tuple(row if i == single else None for i in range(n_args)) if hessian else row
@@ -82,7 +123,7 @@ def _dense(got: Any, want: Any) -> Any:
         shape = np.shape(want.value) if isinstance(want, Ref) else None
         if shape is None or got.shape[0] * got.shape[1] != int(np.prod(shape)):
             return got  # (the wrong block: the tree check names it)
-        return got.toarray().reshape(shape)
+        return to_dense(got).reshape(shape)
     kids, want_kids = children(got), children(want)
     if kids is None or want_kids is None or len(kids) != len(want_kids):
         return got
@@ -102,7 +143,8 @@ def verify_sparse(
     blocks = [leaf for _, leaf in leaves_with_paths(result, label) if leaf is not None]
     if not blocks or not all(_is_csr(b) for b in blocks):
         kinds = sorted({type(b).__name__ for b in blocks})
-        raise Mismatch(f"{label}: expected scipy.sparse.csr_array blocks, got {kinds}")
+        raise Mismatch(f"{label}: expected 2-D sparse matrix blocks, got {kinds}")
+    _check_kinds(blocks, args)
     kinds = [unwrap(a)[0] for a in args]
     plain = [i for i, k in enumerate(kinds) if k != "const"]
     single = plain[0] if len(plain) == 1 else None
@@ -110,6 +152,25 @@ def verify_sparse(
     compared = check_tree(label, dense, expected.tree, case.tol)
     _check_colors(case, args)
     return compared
+
+
+def _check_kinds(blocks: Sequence[Any], args: Sequence[Any]) -> None:
+    """Each block is of its inputs' kind: numpy inputs give scipy whatever the engine;
+    torch (jax) inputs their engine's sparse type, or scipy (the engine hook that builds
+    it is optional)."""
+    inputs = [
+        leaf
+        for kind, value in map(unwrap, args)
+        if kind != "const"
+        for _, leaf in leaves_with_paths(value, "")
+    ]
+    allowed = {_kind_of_input(v) for v in inputs} | {"scipy"}
+    got = {sparse_kind(b) for b in blocks}
+    if not got <= allowed:
+        raise Mismatch(
+            f"sparse blocks of kind {sorted(str(k) for k in got)} for inputs of kind "
+            f"{sorted(allowed)} (numpy inputs give scipy.sparse.csr_array)"
+        )
 
 
 def _check_colors(case: Case, args: Sequence[Any]) -> None:

@@ -9,12 +9,15 @@ the program was traced, what can be reached from those objects (a bounded walk) 
 copies of the writable numpy arrays among them; :meth:`Guard.holds` tells whether all are
 still the same objects and the arrays hold the same values.
 
-The walk goes into dicts, tuples and objects' attributes, and into the functions found
-there (their defaults, closure cells and the globals they name), three levels deep and at
-most :data:`MAX_TOKENS` objects. It does not look into lists (usually logs or counters
-``f`` appends to), nor past those bounds: data reached only that way is assumed constant,
-as ``jax.jit`` itself assumes of everything. Objects are held by weak reference where
-Python allows (a guard keeps none of the user's arrays alive). No jax import here.
+The walk goes into dicts, tuples, lists and objects' attributes (``__slots__`` too), and
+into the functions found there (their defaults, closure cells and the globals they name),
+three levels deep and at most :data:`MAX_TOKENS` objects. Lists too: a global ``weights =
+[w0, w1]`` whose item is replaced must not run the program that baked in the old one (a
+list ``f`` appends to, a log, then makes every call compile again: right, only slower).
+Data reached only past those bounds is assumed constant, as ``jax.jit`` itself assumes of
+everything. Arrays are compared bit for bit (``-0.0`` is not ``0.0``: ``1 / x`` tells them
+apart). Objects are held by weak reference where Python allows (a guard keeps none of the
+user's arrays alive). No jax import here.
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ def _walk(
         if value.flags.writeable:
             arrays.append(value)
         return
-    if depth <= 0 or isinstance(value, _ATOMS) or kind is list:
+    if depth <= 0 or isinstance(value, _ATOMS):
         return
     if id(value) in seen:
         return
@@ -131,7 +134,7 @@ def _walk(
         for key, item in value.items():
             tokens.append(key)
             _walk(item, tokens, arrays, depth, seen)
-    elif kind is tuple:
+    elif kind is tuple or kind is list:
         for item in value:
             _walk(item, tokens, arrays, depth, seen)
     else:
@@ -140,12 +143,19 @@ def _walk(
             for key, item in attributes.items():
                 tokens.append(key)
                 _walk(item, tokens, arrays, depth, seen)
+        for cls in kind.__mro__[:-1]:  # and ``__slots__`` attributes (a model's weights)
+            for name in cls.__dict__.get("__slots__", ()):
+                if type(name) is str and name not in ("__dict__", "__weakref__"):
+                    tokens.append(name)
+                    _walk(getattr(value, name, _MISSING), tokens, arrays, depth, seen)
 
 
 def _same_values(a: np.ndarray, b: np.ndarray | None) -> bool:
     if b is None:  # too big to keep a copy of: identity was checked
         return True
-    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    # (bit for bit: array_equal says 0.0 == -0.0, and a program that baked in one of them
+    # gives the other's 1/x; the same NaN bits compare equal)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 class _Held:

@@ -304,6 +304,17 @@ class JaxBackend(BackendBase):
 
         return _host.to_host(jax, value)
 
+    def sparse_result(
+        self, indptr: Any, indices: Any, data: Any, shape: tuple[int, int], like: Any
+    ) -> Any:
+        """A sparse result block as a ``jax.experimental.sparse.BCOO`` on ``like``'s
+        device (``_sparse``)."""
+        import jax
+
+        from adswitch_jax._sparse import sparse_result
+
+        return sparse_result(jax, indptr, indices, data, shape, like)
+
     def checkpoint(
         self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
     ) -> list[Any]:

@@ -32,9 +32,9 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
     7. prepared calls, recorded once and replayed without Python (``replay``, over
        ``recordings`` -- what a prepared call keeps and checks before a replay;
        ``recorder`` -- what one run of ``f`` did, or why it cannot be replayed;
-       ``sites`` -- which of the tape's own lines read only shapes; ``guard``/``walk``
-       -- what ``f`` reads besides its arguments; ``program`` -- the recorded
-       operations as one numpy function; ``fused``/``kernels`` -- a gradient as one
+       ``sites`` -- which of the tape's own lines read only shapes; ``guard`` -- what
+       ``f`` reads besides its arguments (the kit's ``adswitch.closures`` walk);
+       ``program`` -- the recorded operations as one numpy function; ``fused``/``kernels`` -- a gradient as one
        function; ``arena`` -- buffers a program owns; ``notices`` -- the warning);
     8. ``plugin``     -- the ``adswitch.backends`` entry point (imports nothing heavy).
 

@@ -2,16 +2,16 @@
 
 A replay of a prepared call skips ``f``'s Python: it is the same computation only while
 everything ``f`` can read outside its arguments is as it was when the call was recorded.
-:func:`snapshot` walks what ``f`` can reach (``walk``: closures, globals, the modules it
-names, containers, objects, classes, the functions found there) and keeps every
-reference the walk followed, with the object found, as a *probe*, and copies of the
-numpy arrays met. :meth:`Snapshot.holds` follows each reference again -- one compiled
+:func:`snapshot` walks what ``f`` can reach (the kit's ``walk_closures``: closures,
+globals, the modules it names, containers, objects, classes, the functions found there)
+and keeps every reference the walk followed, with the object found, as a *probe*, and
+copies of the numpy arrays met. :meth:`Snapshot.holds` follows each reference again -- one compiled
 function of identity tests -- and compares the arrays by value: the same objects
 everywhere mean a walk now would take the same path and meet the same objects.
 
 What the walk cannot vouch for makes the snapshot *unprovable* (:attr:`Snapshot.reason`)
 and the call is never replayed (a random generator, the ``time`` module, an iterator,
-too many objects: see ``walk``).
+too many objects: see ``adswitch.closures``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .walk import ATTR, ITEM, LEN, MISSING, SET, Unprovable, Walk, read
+from adswitch.spec import NOT_FOUND, ClosureWalk, ProbeKind, Unprovable, read_probe, walk_closures
 
 __all__ = ["Snapshot", "same_bits", "snapshot"]
 
@@ -36,7 +36,7 @@ class Snapshot:
 
     __slots__ = ("_check", "copies", "extra", "probes", "reason")
 
-    def __init__(self, walk: Walk | None, extra: Sequence[Any], reason: str | None) -> None:
+    def __init__(self, walk: ClosureWalk | None, extra: Sequence[Any], reason: str | None) -> None:
         self.probes = walk.probes if walk is not None else []
         self.copies = [(a, np.array(a, copy=True)) for a in (walk.arrays if walk else ())]
         self.extra = list(extra)
@@ -58,26 +58,26 @@ class Snapshot:
         return all(same_bits(np.asarray(live), copy) for live, copy in self.copies)
 
 
-def _compile_probes(probes: list[tuple[int, Any, Any, Any]]) -> Callable[[], bool]:
+def _compile_probes(probes: list[tuple[ProbeKind, Any, Any, Any]]) -> Callable[[], bool]:
     """The probes as one function of straight-line tests (a probe costs tens of
     nanoseconds: this runs before every replay)."""
-    names: dict[str, Any] = {"M": MISSING, "read": read, "ids": _ids}
+    names: dict[str, Any] = {"M": NOT_FOUND, "read": read_probe, "ids": _ids}
     tests = []
     for n, (kind, owner, key, found) in enumerate(probes):
         names[f"o{n}"], names[f"k{n}"], names[f"e{n}"] = owner, key, found
-        if kind == ITEM and type(owner) is dict:
+        if kind == ProbeKind.ITEM and type(owner) is dict:
             # (a missing key raises KeyError: the check fails, see below)
-            tests.append(f"k{n} not in o{n}" if found is MISSING else f"o{n}[k{n}] is e{n}")
-        elif kind == ATTR and found is not MISSING and _plain_name(key):
+            tests.append(f"k{n} not in o{n}" if found is NOT_FOUND else f"o{n}[k{n}] is e{n}")
+        elif kind == ProbeKind.ATTR and found is not NOT_FOUND and _plain_name(key):
             tests.append(f"o{n}.{key} is e{n}")
-        elif kind == ATTR:
+        elif kind == ProbeKind.ATTR:
             tests.append(f"getattr(o{n}, k{n}, M) is e{n}")
-        elif kind == LEN:
+        elif kind == ProbeKind.LEN:
             tests.append(f"len(o{n}) == e{n}")
-        elif kind == SET:
+        elif kind == ProbeKind.SET:
             tests.append(f"ids(o{n}) == e{n}")
         else:
-            tests.append(f"read({kind}, o{n}, k{n}) is e{n}")
+            tests.append(f"read({int(kind)}, o{n}, k{n}) is e{n}")
     body = "".join(f"        if not ({t}): return False\n" for t in tests)
     source = (
         "def check():\n    try:\n" + (body or "        pass\n")
@@ -124,11 +124,8 @@ def snapshot(func: Callable[..., Any], extra: Sequence[Any] = ()) -> Snapshot:
         >>> s.holds(f)
         False
     """
-    walk = Walk()
     try:
-        walk.root(func)
-        for obj in extra:
-            walk.value(obj)
+        walk = walk_closures(func, extra, libraries=("adswitch_tape",))
     except Unprovable as exc:
         return Snapshot(None, extra, str(exc))
     return Snapshot(walk, extra, None)

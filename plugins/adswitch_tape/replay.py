@@ -18,7 +18,8 @@ once, :class:`~adswitch_tape.notices.TapeReplayWarning`), when ``f`` read a trac
 (a ``bool``/``float``/``int`` of it, a comparison, a mask or index made from it), called
 a differentiation inside, drew random numbers, changed what it reads, wrote into a
 ``Const`` array or changed ``np.errstate``, or reads something the checks cannot vouch
-for (an iterator, a file, too much state: ``walk``); see ``recorder`` and ``recordings``.
+for (an iterator, a file, too much state: ``adswitch.closures``); see ``recorder`` and
+``recordings``.
 
 Nested prepared calls (``depth > 0``) are traced every time. Threads: a program holds
 nothing of a call, and what a prepared call keeps is changed under a lock.

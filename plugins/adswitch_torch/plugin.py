@@ -370,6 +370,20 @@ class TorchBackend(BackendBase):
         tensor = torch.from_numpy(arr if arr.flags.writeable else arr.copy())
         return tensor if like is None else tensor.to(like.device)
 
+    def sparse_result(
+        self,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        data: np.ndarray,
+        shape: tuple[int, int],
+        like: Any,
+    ) -> Any:
+        """A sparse result block as a ``torch.sparse_csr_tensor`` on ``like``'s device
+        (``_sparse``)."""
+        from ._sparse import sparse_result
+
+        return sparse_result(self._torch or self._engine(), indptr, indices, data, shape, like)
+
     def checkpoint(
         self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
     ) -> list[Any]:

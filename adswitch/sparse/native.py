@@ -1,0 +1,41 @@
+"""Sparse results in the caller's kind: a ``scipy.sparse.csr_array`` block becomes the
+engine's own sparse matrix (``torch.sparse_csr_tensor``, jax's ``BCOO``...) where the
+block's input leaf is that engine's array and the engine has the optional
+``sparse_result`` hook (``adswitch.spec.Backend``); numpy inputs keep scipy, whatever the
+engine. The front end never imports an engine: the hook builds the matrix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["native"]
+
+
+def native(engine: Any, csr: Any, like: Any) -> Any:
+    """``csr`` (a ``scipy.sparse.csr_array``) as the sparse matrix users of ``like``'s kind use.
+
+    Args:
+        engine: the engine that computed the block.
+        csr: the block, of shape ``(out.size, in.size)``.
+        like: the block's differentiated input leaf.
+
+    Returns:
+        ``engine.sparse_result(indptr, indices, data, shape, like)`` where ``engine`` owns
+        ``like`` and has the hook; else ``csr`` itself.
+
+    Example:
+        >>> import numpy as np, scipy.sparse as sp
+        >>> from adswitch.registry import default_registry
+        >>> m = sp.csr_array(np.eye(2))
+        >>> native(default_registry().get("tape"), m, np.ones(2)) is m
+        True
+    """
+    hook = getattr(engine, "sparse_result", None)
+    if hook is None or not engine.owns(like):
+        return csr
+    # (canonical CSR -- sorted columns in each row, no duplicates -- as the hook's contract
+    # says; the front end's decompression writes the pattern's order, so this is a no-op
+    # there, a sort only for a pattern given unsorted)
+    csr.sum_duplicates()
+    return hook(csr.indptr, csr.indices, csr.data, (int(csr.shape[0]), int(csr.shape[1])), like)
