@@ -34,8 +34,9 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
        ``recorder`` -- what one run of ``f`` did, or why it cannot be replayed;
        ``sites`` -- which of the tape's own lines read only shapes; ``guard`` -- what
        ``f`` reads besides its arguments (the kit's ``adswitch.closures`` walk);
-       ``program`` -- the recorded operations as one numpy function; ``fused``/``kernels`` -- a gradient as one
-       function; ``arena`` -- buffers a program owns; ``notices`` -- the warning);
+       ``program`` -- the recorded operations as one numpy function;
+       ``fused``/``kernels`` -- a gradient as one function; ``arena`` -- buffers a
+       program owns; ``notices`` -- the warning);
     8. ``plugin``     -- the ``adswitch.backends`` entry point (imports nothing heavy).
 
 The array behaviour lives above the rules, yet rules use operators on tracers (``g * y``):
