@@ -27,7 +27,15 @@ import numpy as np
 from adswitch import trees
 from adswitch.errors import UsageError
 from adswitch.leaves import describe, is_array, leaf_kind
-from adswitch.rule_args import RuleArgs, call_hook, engine_hook, primal, running_rules, zero_tangent
+from adswitch.rule_args import (
+    RuleArgs,
+    active_leaves,
+    call_hook,
+    engine_hook,
+    primal,
+    running_rules,
+    zero_tangent,
+)
 from adswitch.rule_base import RuleBase
 from adswitch.selection import enclosing
 
@@ -67,18 +75,25 @@ class custom_vjp(RuleBase):
             from adswitch.host_rules import call_vjp
 
             return call_vjp(self, engine, args, self.out_shape)
-        hook = engine_hook(engine, "custom_vjp", self._name())
-        split = RuleArgs(args, self.nondiff_argnums, self._name())
-        split.refuse_traced_nondiff(engine, self._name())
-        active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
+        name = self._name()
+        hook = getattr(engine, "custom_vjp", None) or engine_hook(engine, "custom_vjp", name)
+        split = RuleArgs(args, self.nondiff_argnums, name)
+        if split.nondiff:
+            split.refuse_traced_nondiff(engine, name)
+        active = active_leaves(engine, split.leaves)
         user_fwd, user_bwd = self.fwd, self.bwd
+        me = id(self)
         out_td: list[trees.TreeDef] = []  # set by fn or fwd, read by bwd
 
         fn = self._primal_fn(split, out_td)
 
         def fwd(leaves: list[Any]) -> tuple[list[Any], Any]:
-            with primal(self):
-                pair = user_fwd(*split.all_args(leaves))
+            # ``with primal(self)``, inline (the hot path of every rule call)
+            token = running_rules.set(running_rules.get() | {me})
+            try:
+                pair = user_fwd(*(leaves if split.bare else split.all_args(leaves)))
+            finally:
+                running_rules.reset(token)
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise UsageError(
                     f"{self._name()}: fwd returned {describe(pair)}; it must return a pair "
@@ -89,14 +104,17 @@ class custom_vjp(RuleBase):
             return out_leaves, pair[1]
 
         def bwd(residuals: Any, cotangents: list[Any]) -> list[Any]:
-            ct = trees.unflatten(out_td[0], list(cotangents))
+            td = out_td[0]
+            # (a bare output, the common one, is its one cotangent: no unflatten)
+            ct = cotangents[0] if td is None else trees.unflatten(td, list(cotangents))
             got = user_bwd(*split.nondiff_args, residuals, ct)
             return self._check_cotangents(split, got)
 
         out = call_hook(hook, fn, (fwd, bwd), split.leaves, active)
         if not out_td:  # the engine built the output without calling fn or fwd here
             out_td.append(self._f_structure(split, split.leaves))
-        return trees.unflatten(out_td[0], list(out))
+        td = out_td[0]
+        return out[0] if td is None else trees.unflatten(td, out)  # (call_hook's own list)
 
 
 class custom_jvp(RuleBase):
@@ -133,7 +151,7 @@ class custom_jvp(RuleBase):
         hook = engine_hook(engine, "custom_jvp", self._name())
         split = RuleArgs(args, self.nondiff_argnums, self._name())
         split.refuse_traced_nondiff(engine, self._name())
-        active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
+        active = active_leaves(engine, split.leaves)
         user_rule = self.rule
         out_td: list[trees.TreeDef] = []
 

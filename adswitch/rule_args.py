@@ -19,6 +19,7 @@ from adswitch.leaves import is_array, leaf_kind
 
 __all__ = [
     "RuleArgs",
+    "active_leaves",
     "call_hook",
     "check_argnums",
     "engine_hook",
@@ -28,6 +29,7 @@ __all__ = [
 ]
 
 _WRAPPERS = (Active, Const, Duplicated)
+_NO_KEY = object()  # RuleArgs.key not computed yet
 
 # The rules whose primal code (f, fwd, a jvp rule) is running now. A rule called again
 # from there -- `fwd` computing `out = f(x)`, as in jax's examples -- is its plain
@@ -96,18 +98,39 @@ class RuleArgs:
     """One call's arguments: the nondiff ones as given, the others flattened."""
 
     def __init__(self, args: tuple[Any, ...], nondiff: tuple[int, ...], name: str) -> None:
+        self.nargs = len(args)
+        self.nondiff = nondiff
+        self._key: Any = _NO_KEY
+        if not nondiff:
+            # The common call -- every argument a bare leaf (an array, a number), none
+            # nondiff -- is its own flattening: no tree walk (a tiny rule's budget).
+            bare = True
+            for a in args:
+                if trees.flatten(a)[1] is not None:
+                    bare = False
+                    break
+            if bare:
+                for i, a in enumerate(args):
+                    if isinstance(a, _WRAPPERS):
+                        _refuse_wrapper(name, f"args[{i}]", a)
+                self.bare = True
+                self.nondiff_args: tuple[Any, ...] = ()
+                self.positions = list(range(self.nargs))
+                self.leaves = list(args)
+                self.treedefs: list[trees.TreeDef] = [None] * self.nargs
+                self.counts = [1] * self.nargs
+                return
         if any(i >= len(args) for i in nondiff):
             raise UsageError(
                 f"{name}: nondiff_argnums={nondiff!r} but it was called with {len(args)} "
                 "argument(s); fix nondiff_argnums or the call."
             )
-        self.nargs = len(args)
-        self.nondiff = nondiff
+        self.bare = False  # (diff_args/all_args rebuild the trees)
         self.nondiff_args = tuple(args[i] for i in nondiff)
         self.positions = [i for i in range(len(args)) if i not in nondiff]
-        self.leaves: list[Any] = []
-        self.treedefs: list[trees.TreeDef] = []
-        self.counts: list[int] = []
+        self.leaves = []
+        self.treedefs = []
+        self.counts = []
         for i in self.positions:
             leaves, td = trees.flatten(args[i])
             for j, leaf in enumerate(leaves):
@@ -139,6 +162,8 @@ class RuleArgs:
                     )
 
     def diff_args(self, leaves: Sequence[Any]) -> list[Any]:
+        if self.bare:
+            return list(leaves)
         out, start = [], 0
         for td, n in zip(self.treedefs, self.counts):
             # (a bare leaf, the common argument, skips the unflatten)
@@ -151,6 +176,8 @@ class RuleArgs:
         return out
 
     def all_args(self, leaves: Sequence[Any]) -> list[Any]:
+        if self.bare:
+            return list(leaves)
         args: list[Any] = [None] * self.nargs
         for i, a in zip(self.positions, self.diff_args(leaves)):
             args[i] = a
@@ -159,12 +186,16 @@ class RuleArgs:
         return args
 
     def key(self) -> Hashable | None:
+        """The input structure, what f's output structure is cached by (computed once)."""
+        if self._key is not _NO_KEY:
+            return self._key  # type: ignore[no-any-return]
         try:
-            key = (self.nargs, tuple(self.treedefs))
+            key: Hashable | None = (self.nargs, tuple(self.treedefs))
             hash(key)
-            return key
         except TypeError:  # an unhashable aux: check the structure on every call
-            return None
+            key = None
+        self._key = key
+        return key
 
 
 def zero_tangent(x: Any) -> Any:
@@ -174,6 +205,26 @@ def zero_tangent(x: Any) -> Any:
     from adswitch.namespace import array_namespace
 
     return array_namespace(x).zeros_like(x)
+
+
+# Whether an engine owns a type, per (id(engine), type): ``Backend.owns`` depends on the
+# type alone (adswitch.spec), and walking the MRO costs about a microsecond per leaf on
+# every rule call. The engine is kept in the entry, so that a reused id is not trusted.
+_OWNS: dict[tuple[int, type], tuple[Any, bool]] = {}
+
+
+def active_leaves(engine: Any, leaves: Sequence[Any]) -> list[bool]:
+    """Which leaves the rule differentiates: the engine's floating arrays and numbers."""
+    active = []
+    for x in leaves:
+        key = (id(engine), type(x))
+        entry = _OWNS.get(key)
+        if entry is None or entry[0] is not engine:
+            if len(_OWNS) > 1024:  # (engines made per test: keep it small)
+                _OWNS.clear()
+            entry = _OWNS[key] = (engine, bool(engine.owns(x)))
+        active.append(entry[1] and leaf_kind(x) == "f")
+    return active
 
 
 def call_hook(

@@ -17,6 +17,8 @@ from adswitch.rule_args import RuleArgs, check_argnums, primal, zero_tangent
 
 __all__ = ["RuleBase"]
 
+_UNSEEN = object()  # no output structure cached for this input structure yet
+
 
 class RuleBase:
     """What custom_vjp and custom_jvp share: the function, and f's output structure per
@@ -78,7 +80,10 @@ class RuleBase:
         self, split: RuleArgs, leaves: Sequence[Any], out: Any, who: str
     ) -> tuple[list[Any], trees.TreeDef]:
         out_leaves, td = trees.flatten(out)
-        f_td = self._f_structure(split, leaves)
+        key = split.key()  # (the cached structure looked up here: this runs every call)
+        f_td = self._out_structure.get(key, _UNSEEN) if key is not None else _UNSEEN
+        if f_td is _UNSEEN:
+            f_td = self._f_structure(split, leaves)
         if td != f_td and trees.reorder(f_td, td) is None:
             where = trees.describe_mismatch(f_td, td, "out", ("from f", f"from {who}"))
             raise UsageError(
@@ -98,6 +103,25 @@ class RuleBase:
                 f"cotangent(s), one per argument not in nondiff_argnums (positions "
                 f"{split.positions}), None for a zero -- e.g. `return (ct,)` for one argument."
             )
+        if split.bare:  # one leaf per argument: no tree to match (RuleArgs.bare)
+            fast: list[Any] = []
+            for pos, leaf, ct in zip(split.positions, split.leaves, got):
+                if ct is None:
+                    fast.append(None)
+                elif trees.flatten(ct)[1] is None:
+                    # a float cotangent for a float leaf: only the shape to check
+                    if (
+                        leaf_kind(leaf) == "f"
+                        and leaf_kind(ct) == "f"
+                        and getattr(leaf, "shape", ()) == getattr(ct, "shape", ())
+                    ):
+                        fast.append(ct)
+                        continue
+                    fast.append(self._check_leaf(None, 0, pos, leaf, ct))
+                else:
+                    break  # a tree for a leaf: the structure's error below
+            else:
+                return fast
         flat: list[Any] = []
         start = 0
         for k, pos in enumerate(split.positions):
@@ -130,7 +154,9 @@ class RuleBase:
     def _check_leaf(self, td: trees.TreeDef, index: int, pos: int, leaf: Any, ct: Any) -> Any:
         if ct is None or leaf_kind(leaf) != "f":
             return None  # integer/bool/constant leaves take no cotangent
-        if leaf_kind(ct) == "f" and np.shape(leaf) == getattr(ct, "shape", ()):
+        # (the leaf's own shape first: np.shape costs a microsecond; a leaf whose shape
+        # is not its attribute's, or differs in type only, takes the exact test below)
+        if leaf_kind(ct) == "f" and getattr(leaf, "shape", ()) == getattr(ct, "shape", ()):
             return ct
         path = trees.leaf_path(td, f"args[{pos}]", index)  # (built for the message only)
         if leaf_kind(ct) != "f":

@@ -6,7 +6,9 @@ Both rules are new-style ``torch.autograd.Function`` s (``forward`` without ``ct
 ``vmap`` batches ``fwd``/``bwd`` (a batched pullback -- a reverse Jacobian -- calls ``bwd``
 once, vmapped), ``grad``/``jacrev``/``jacfwd``/``hessian`` differentiate through them. One
 class serves every rule: the call's flat callables ride along as the first, non-tensor
-argument, a per-call :class:`_Call` that also keeps what ``forward`` learns.
+argument, a per-call :class:`_Call` that also keeps what ``forward`` learns. Outside any
+``torch.func`` transform, ``custom_vjp`` takes a cheaper old-style Function instead (the
+same rule, the same checks, the same nesting: :mod:`._custom_fast`).
 
 * ``custom_vjp``: ``forward`` runs the user's ``fwd``. Its residuals are an arbitrary tree:
   torch under ``generate_vmap_rule`` forbids tensors on ``ctx`` attributes, so the tree's
@@ -34,30 +36,22 @@ argument, a per-call :class:`_Call` that also keeps what ``forward`` learns.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from adswitch.errors import NoForwardRuleError
 
+from ._custom_fast import NO_FORWARD, vjp_function
+from ._custom_fast import TRANSPOSING as _transposing
+from ._custom_fast import as_grad as _as_grad
+from ._custom_fast import fixed as _fixed
+from ._custom_fast import flat as _flat
+from ._custom_fast import inside as _inside
+from ._custom_fast import unflat as _unflat
+
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient", "transposing"]
 
-NO_FORWARD = (
-    "torch: custom_vjp has no forward-mode rule (ad.jvp, ad.derivative, forward-mode "
-    "operators and torch.func.jvp/jacfwd push tangents through it). Fix: define "
-    "ad.custom_jvp for this function, or use a reverse-mode operator (ad.gradient, ad.vjp, "
-    "jacobian mode='reverse', torch.func.grad/jacrev)."
-)
-
 _functions: dict[str, Any] = {}
-
-# Set while ``_forward`` takes the derivative of a pullback along its cotangent (J t as
-# the transpose of u -> J^T u): a ``bwd`` met there would be transposed, which is the
-# Jacobian only for a ``bwd`` linear in its cotangent -- a clipped gradient would come
-# out unclipped. A vjp rule has no forward-mode rule, so that is refused.
-_transposing: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "adswitch_torch_transposing", default=False
-)
 
 
 @contextlib.contextmanager
@@ -76,34 +70,29 @@ class _Call:
 
     __slots__ = ("bwd", "fn", "fwd", "is_tensor", "n_out", "others", "res", "rule")
 
-    def __init__(self, fn: Any, fwd: Any, bwd: Any, rule: Any, leaves: Sequence[Any]) -> None:
+    def __init__(self, fn: Any, fwd: Any, bwd: Any, rule: Any) -> None:
         self.fn, self.fwd, self.bwd, self.rule = fn, fwd, bwd, rule
         self.n_out = 0
         # residuals: (treedef, per leaf ("i", k) input k / ("o", k) output k / ("n", k) extra
         # output k / ("c", value) a constant); None until forward ran
         self.res: Any = None
         self.is_tensor: list[bool] = []
-        self.others: list[Any] = []
+        self.others: Any = None  # None: every leaf a tensor
 
     def split(self, torch: Any, leaves: Sequence[Any]) -> None:
-        self.is_tensor = [isinstance(v, torch.Tensor) for v in leaves]
-        self.others = [None if t else v for v, t in zip(leaves, self.is_tensor)]
+        Tensor = torch.Tensor
+        for v in leaves:
+            if not isinstance(v, Tensor):  # (every leaf a tensor, the common case: no lists)
+                self.is_tensor = [isinstance(v, Tensor) for v in leaves]
+                self.others = [None if t else v for v, t in zip(leaves, self.is_tensor)]
+                break
 
     def restore(self, saved: Sequence[Any]) -> list[Any]:
         """The leaves: tensors from ``saved`` (the graph's), the others as they were."""
+        if self.others is None:
+            return list(saved)
         it = iter(saved)
         return [next(it) if t else v for v, t in zip(self.others, self.is_tensor)]
-
-
-def _fixed(torch: Any, outs: Sequence[Any], leaves: Sequence[Any]) -> list[Any]:
-    # an input, or a view, as a Function output confuses torch's view tracking (and a
-    # new-style Function refuses to save it): a copy
-    return [
-        o.clone()
-        if isinstance(o, torch.Tensor) and (o._base is not None or any(o is v for v in leaves))
-        else o
-        for o in outs
-    ]
 
 
 def _flatten_residuals(
@@ -131,36 +120,12 @@ def _flatten_residuals(
     return extra
 
 
-# The common residuals -- one tensor, or a flat tuple of tensors and constants -- skip
-# torch's pytree (a tenth of a tiny rule call's time); any other tree goes through it.
-_ONE, _TUPLE = object(), object()
-
-
-def _flat(torch: Any, residuals: Any) -> tuple[list[Any], Any]:
-    if isinstance(residuals, torch.Tensor) or residuals is None:
-        return [residuals], _ONE
-    if type(residuals) is tuple and all(
-        isinstance(r, (torch.Tensor, float, int, bool, str)) or r is None for r in residuals
-    ):
-        return list(residuals), _TUPLE
-    from torch.utils import _pytree
-
-    return _pytree.tree_flatten(residuals)
-
-
 def _residuals(
     call: _Call, leaves: Sequence[Any], outs: Sequence[Any], extra: Sequence[Any]
 ) -> Any:
     spec, where = call.res
     pools = {"i": leaves, "o": outs, "n": extra}
-    flat = [v if kind == "c" else pools[kind][v] for kind, v in where]
-    if spec is _ONE:
-        return flat[0]
-    if spec is _TUPLE:
-        return tuple(flat)
-    from torch.utils import _pytree
-
-    return _pytree.tree_unflatten(flat, spec)
+    return _unflat([v if kind == "c" else pools[kind][v] for kind, v in where], spec)
 
 
 def _setup(
@@ -200,19 +165,6 @@ def _cotangents(torch: Any, ctx: Any, grads: Sequence[Any], outs: Sequence[Any])
             )
         result.append(g)
     return result
-
-
-def _as_grad(torch: Any, value: Any, leaf: Any, needed: bool) -> Any:
-    """``value`` as the gradient torch wants for ``leaf`` (``None``: zero / not asked)."""
-    if value is None or not needed or not isinstance(leaf, torch.Tensor):
-        return None
-    if not isinstance(value, torch.Tensor):
-        value = torch.as_tensor(value, dtype=leaf.dtype, device=leaf.device)
-    return value
-
-
-def _inside(torch: Any) -> bool:
-    return torch._C._functorch.peek_interpreter_stack() is not None
 
 
 def _vjp_function(torch: Any) -> Any:
@@ -392,12 +344,28 @@ def _apply(torch: Any, kind: str, call: _Call, leaves: Sequence[Any]) -> Any:
     function = _function(torch, kind)
     if torch._C._are_functorch_transforms_active():
         return function.apply(call, *leaves)
+    return super(torch.autograd.Function, function).apply(call, *_unwrap(leaves))
+
+
+def _unwrap(leaves: Sequence[Any]) -> tuple[Any, ...]:
+    """torch's unwrapping of dead functorch wrappers, as ``Function.apply`` does it."""
     unwrap: Any = _functions.get("unwrap")
     if unwrap is None:
         from torch._functorch.utils import unwrap_dead_wrappers as unwrap
 
         _functions["unwrap"] = unwrap
-    return super(torch.autograd.Function, function).apply(call, *unwrap(tuple(leaves)))
+    return unwrap(tuple(leaves))  # type: ignore[no-any-return]
+
+
+def _fast(torch: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The C++ ``apply`` of ``_custom_fast``'s old-style Function, bound once, and torch's
+    unwrapping of dead functorch wrappers that ``Function.apply`` does before it."""
+    from torch._functorch.utils import unwrap_dead_wrappers
+
+    function = vjp_function(torch)
+    made = (super(torch.autograd.Function, function).apply, unwrap_dead_wrappers)
+    _functions["fast"] = made
+    return made
 
 
 def custom_vjp(
@@ -409,10 +377,18 @@ def custom_vjp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_vjp`` on torch (module doc)."""
-    call = _Call(fn, fwd, bwd, None, leaves)
-    call.split(torch, leaves)
-    out = _apply(torch, "vjp", call, leaves)
-    return list(out[: call.n_out])
+    call = _Call(fn, fwd, bwd, None)
+    for v in leaves:
+        if not isinstance(v, torch.Tensor):  # (``split`` only where a leaf is no tensor)
+            call.split(torch, leaves)
+            break
+    if torch._C._are_functorch_transforms_active():
+        out = _function(torch, "vjp").apply(call, *leaves)
+        return list(out[: call.n_out])
+    # the old-style Function (``_custom_fast``), its C++ apply called directly: its
+    # outputs are fwd's alone (no residuals among them)
+    apply, unwrap = _functions.get("fast") or _fast(torch)
+    return list(apply(call, *unwrap(tuple(leaves))))
 
 
 def custom_jvp(
@@ -423,7 +399,7 @@ def custom_jvp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_jvp`` on torch (module doc)."""
-    call = _Call(fn, None, None, rule, leaves)
+    call = _Call(fn, None, None, rule)
     call.split(torch, leaves)
     return list(_apply(torch, "jvp", call, leaves))
 

@@ -1,0 +1,223 @@
+"""The eager fast path of ``custom_vjp`` on torch: an old-style ``torch.autograd.Function``.
+
+Outside any ``torch.func`` transform nothing needs the new-style Function of
+:mod:`._custom` (``setup_context``, ``generate_vmap_rule``, residuals carried as extra
+outputs because torch's vmap forbids tensors on ``ctx``): an old-style Function
+(``forward(ctx, ...)``) saves the residual tensors with ``save_for_backward`` directly --
+inputs, outputs or intermediates alike, so they still go through saved-tensor hooks
+(``torch.utils.checkpoint``) and version checks -- and keeps the residual tree's
+structure and non-tensor leaves on ``ctx``. That skips ``setup_context``, the extra
+outputs and their ``mark_non_differentiable``, and the residuals' input/output
+bookkeeping: about a third of a tiny rule call.
+
+Everything else is the new-style Function's: the same ``fixed`` copies of outputs that
+are inputs or views, zero cotangents for outputs without a gradient (torch's own
+``materialize_grads`` for tensors), the same re-run of ``fwd`` when a graph of the
+backward pass is built (nested derivatives), the same ``NoForwardRuleError`` for forward
+mode. Inside a transform :func:`._custom.custom_vjp` keeps the new-style one.
+
+It also holds the small pieces both Functions share (``_custom`` imports them from here):
+the copies of outputs, the residual tree's flattening, the gradients as torch wants them,
+and the flag of a transposed pullback.
+
+Example:
+    >>> fast = vjp_function(torch)  # doctest: +SKIP
+    >>> outs = fast.apply(call, x)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Sequence
+from typing import Any
+
+from adswitch.errors import NoForwardRuleError
+
+__all__ = [
+    "NO_FORWARD",
+    "ONE",
+    "TRANSPOSING",
+    "TUPLE",
+    "as_grad",
+    "fixed",
+    "flat",
+    "inside",
+    "unflat",
+    "vjp_function",
+]
+
+NO_FORWARD = (
+    "torch: custom_vjp has no forward-mode rule (ad.jvp, ad.derivative, forward-mode "
+    "operators and torch.func.jvp/jacfwd push tangents through it). Fix: define "
+    "ad.custom_jvp for this function, or use a reverse-mode operator (ad.gradient, ad.vjp, "
+    "jacobian mode='reverse', torch.func.grad/jacrev)."
+)
+
+# Set while ``_forward`` takes the derivative of a pullback along its cotangent (J t as
+# the transpose of u -> J^T u): a ``bwd`` met there would be transposed, which is the
+# Jacobian only for a ``bwd`` linear in its cotangent -- a clipped gradient would come
+# out unclipped. A vjp rule has no forward-mode rule, so that is refused.
+TRANSPOSING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "adswitch_torch_transposing", default=False
+)
+
+
+def fixed(torch: Any, outs: Sequence[Any], leaves: Sequence[Any]) -> list[Any]:
+    """``outs``, with a copy of each that is an input or a view."""
+    # an input, or a view, as a Function output confuses torch's view tracking (and a
+    # new-style Function refuses to save it): a copy. (Loops, not generators: this runs
+    # on every rule call.)
+    Tensor = torch.Tensor
+    result = list(outs)
+    for k, o in enumerate(result):
+        if isinstance(o, Tensor):
+            if o._base is not None:
+                result[k] = o.clone()
+                continue
+            for v in leaves:
+                if v is o:
+                    result[k] = o.clone()
+                    break
+    return result
+
+
+# The common residuals -- one tensor, or a flat tuple of tensors and constants -- skip
+# torch's pytree (a tenth of a tiny rule call's time); any other tree goes through it.
+ONE, TUPLE = object(), object()
+
+
+def flat(torch: Any, residuals: Any) -> tuple[list[Any], Any]:
+    """The residual tree's leaves and spec (``ONE``, ``TUPLE`` or torch's)."""
+    if isinstance(residuals, torch.Tensor) or residuals is None:
+        return [residuals], ONE
+    if type(residuals) is tuple:
+        for r in residuals:
+            if not (r is None or isinstance(r, (torch.Tensor, float, int, bool, str))):
+                break
+        else:
+            return list(residuals), TUPLE
+    from torch.utils import _pytree
+
+    return _pytree.tree_flatten(residuals)
+
+
+def unflat(flat: Sequence[Any], spec: Any) -> Any:
+    """The residual tree of ``flat``'s leaves and spec."""
+    if spec is ONE:
+        return flat[0]
+    if spec is TUPLE:
+        return tuple(flat)
+    from torch.utils import _pytree
+
+    return _pytree.tree_unflatten(list(flat), spec)
+
+
+def as_grad(torch: Any, value: Any, leaf: Any, needed: bool) -> Any:
+    """``value`` as the gradient torch wants for ``leaf`` (``None``: zero / not asked)."""
+    if value is None or not needed or not isinstance(leaf, torch.Tensor):
+        return None
+    if not isinstance(value, torch.Tensor):
+        value = torch.as_tensor(value, dtype=leaf.dtype, device=leaf.device)
+    return value
+
+
+def inside(torch: Any) -> bool:
+    """Whether a ``torch.func`` transform is running."""
+    return torch._C._functorch.peek_interpreter_stack() is not None
+
+
+# per-leaf marks of the residual tree: a saved tensor (its index), or a constant
+_SAVED = object()
+
+
+def vjp_function(torch: Any) -> Any:
+    """The old-style Function (module doc).
+
+    Args:
+        torch: the torch module.
+
+    Returns:
+        A ``torch.autograd.Function`` subclass: ``apply(call, *leaves)`` with ``call`` a
+        ``_Call`` of ``_custom``, the result the tuple of ``fwd``'s outputs.
+    """
+    Tensor = torch.Tensor
+    transposed = TRANSPOSING.get
+
+    class CustomVjpEager(torch.autograd.Function):  # type: ignore[misc]
+        """``custom_vjp`` outside ``torch.func`` (module doc): ``apply(call, *leaves)``,
+        ``call`` a ``_Call`` (``others`` None when every leaf is a tensor)."""
+
+        @staticmethod
+        def forward(ctx: Any, call: Any, *leaves: Any) -> Any:
+            outs, residuals = call.fwd(list(leaves))
+            outs = fixed(torch, outs, leaves)
+            res_flat, spec = flat(torch, residuals)
+            consts: Any = None  # every residual leaf a tensor: nothing else to keep
+            for r in res_flat:
+                if not isinstance(r, Tensor):
+                    consts = [_SAVED if isinstance(r, Tensor) else r for r in res_flat]
+                    res_flat = [r for r in res_flat if isinstance(r, Tensor)]
+                    break
+            frozen = []
+            plain: Any = None  # the non-tensor outputs, whose cotangents torch leaves None
+            for k, o in enumerate(outs):
+                if not isinstance(o, Tensor):
+                    plain = plain or [None] * len(outs)
+                    plain[k] = o
+                elif not o.is_floating_point():
+                    frozen.append(o)
+            if frozen:  # (one call: each call replaces the last one's marks)
+                ctx.mark_non_differentiable(*frozen)
+            ins = leaves if call.others is None else [v for v in leaves if isinstance(v, Tensor)]
+            ctx.call, ctx.spec, ctx.consts, ctx.n_in, ctx.plain = (
+                call,
+                spec,
+                consts,
+                len(ins),
+                plain,
+            )
+            ctx.save_for_backward(*ins, *res_flat)
+            return tuple(outs)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            if transposed():
+                raise NoForwardRuleError(NO_FORWARD)
+            call = ctx.call
+            saved = ctx.saved_tensors
+            n_in = ctx.n_in
+            leaves = list(saved[:n_in]) if call.others is None else call.restore(saved[:n_in])
+            if torch.is_grad_enabled() and (
+                inside(torch) or any(isinstance(v, Tensor) and v.requires_grad for v in leaves)
+            ):
+                # A graph of this backward pass is being built: residuals that depend on
+                # the inputs must be differentiable functions of them (``_custom``'s doc).
+                _, residuals = call.fwd(leaves)
+            else:
+                res = saved[n_in:]
+                if ctx.consts is not None:
+                    it = iter(res)
+                    res = [next(it) if c is _SAVED else c for c in ctx.consts]
+                spec = ctx.spec
+                # (a tuple, the common residual, rebuilt here: no call)
+                residuals = res if spec is TUPLE and type(res) is tuple else unflat(res, spec)
+            # Torch hands zeros for tensor outputs without a gradient (materialize_grads,
+            # on by default): only a non-tensor output has None.
+            cts = list(grads)
+            for k, g in enumerate(grads):
+                if g is None:
+                    o = ctx.plain[k] if ctx.plain is not None else None
+                    cts[k] = torch.zeros_like(torch.as_tensor(o))
+            cots = call.bwd(residuals, cts)
+            got: list[Any] = [None]
+            for c, v, n in zip(cots, leaves, ctx.needs_input_grad[1:]):
+                got.append(
+                    c if n and type(c) is Tensor and type(v) is Tensor else as_grad(torch, c, v, n)
+                )
+            return tuple(got)
+
+        @staticmethod
+        def jvp(ctx: Any, *tangents: Any) -> Any:
+            raise NoForwardRuleError(NO_FORWARD)
+
+    return CustomVjpEager
