@@ -151,3 +151,14 @@ def test_scipy_least_squares_and_solve_ivp_accept_the_result():
         jac=lambda v: ad.jacobian(tridiag, v, sparsity="detect"),
     )
     assert res.success and np.max(np.abs(tridiag(res.x) - target)) < 1e-8
+
+
+@pytest.mark.parametrize("engine, side", [("tape", "forward"), ("torch", "reverse")])
+def test_auto_takes_the_cheaper_side_on_a_tie(engine, side):
+    # tridiagonal: 3 column and 3 row colors; torch's forward mode is a double backward
+    if engine != "tape":
+        pytest.importorskip(engine)
+    x = np.random.default_rng(6).uniform(0.5, 1.5, 6)
+    jac = ad.prepare(ad.jacobian, tridiag, x, sparsity="detect", backend=engine)
+    assert jac._kwargs["sparsity"].mode == side
+    np.testing.assert_allclose(jac(x).toarray(), fd_jacobian(tridiag, x), rtol=1e-6, atol=1e-7)
