@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from adswitch import trees
-from adswitch.leaves import leaf_kind
+from adswitch.rule_args import active_leaves
 from adswitch.selection import enclosing
 
 __all__ = ["checkpoint"]
@@ -59,7 +59,7 @@ class checkpoint:  # (lower case: used as a decorator, named like jax's)
         if engine is None or hook is None:  # outside a call, or no hook: same numbers
             return self.fun(*args, **kwargs)
         leaves, in_td = trees.flatten((args, kwargs))
-        active = [engine.owns(x) and leaf_kind(x) == "f" for x in leaves]
+        active = active_leaves(engine, leaves)
         if not any(active):  # nothing to differentiate through f: nothing to keep
             return self.fun(*args, **kwargs)
         fun = self.fun

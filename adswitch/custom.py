@@ -76,24 +76,19 @@ class custom_vjp(RuleBase):
 
             return call_vjp(self, engine, args, self.out_shape)
         name = self._name()
-        hook = getattr(engine, "custom_vjp", None) or engine_hook(engine, "custom_vjp", name)
+        hook = engine_hook(engine, "custom_vjp", name)
         split = RuleArgs(args, self.nondiff_argnums, name)
         if split.nondiff:
             split.refuse_traced_nondiff(engine, name)
         active = active_leaves(engine, split.leaves)
         user_fwd, user_bwd = self.fwd, self.bwd
-        me = id(self)
         out_td: list[trees.TreeDef] = []  # set by fn or fwd, read by bwd
 
         fn = self._primal_fn(split, out_td)
 
         def fwd(leaves: list[Any]) -> tuple[list[Any], Any]:
-            # ``with primal(self)``, inline (the hot path of every rule call)
-            token = running_rules.set(running_rules.get() | {me})
-            try:
-                pair = user_fwd(*(leaves if split.bare else split.all_args(leaves)))
-            finally:
-                running_rules.reset(token)
+            with primal(self):
+                pair = user_fwd(*split.all_args(leaves))
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise UsageError(
                     f"{self._name()}: fwd returned {describe(pair)}; it must return a pair "

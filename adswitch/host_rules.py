@@ -32,8 +32,8 @@ import numpy as np
 
 from adswitch import selection, trees
 from adswitch.errors import UnsupportedError, UsageError
-from adswitch.leaves import describe, leaf_kind
-from adswitch.rule_args import RuleArgs, call_hook, engine_hook, zero_tangent
+from adswitch.leaves import describe
+from adswitch.rule_args import RuleArgs, active_leaves, call_hook, engine_hook, zero_tangent
 from adswitch.rule_base import RuleBase
 
 __all__ = ["call_jvp", "call_vjp", "host_context"]
@@ -155,7 +155,7 @@ def call_vjp(rule: Any, engine: Any, args: tuple[Any, ...], out_shape: Any) -> A
     name = rule._name()
     split = RuleArgs(args, rule.nondiff_argnums, name)
     split.refuse_traced_nondiff(engine, name)
-    active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
+    active = active_leaves(engine, split.leaves)
     user_fwd, user_bwd = rule.fwd, rule.bwd
     assert user_fwd is not None and user_bwd is not None
     out_td: list[trees.TreeDef] = []
@@ -244,7 +244,7 @@ def call_jvp(rule: Any, engine: Any, args: tuple[Any, ...], out_shape: Any) -> A
     name = rule._name()
     split = RuleArgs(args, rule.nondiff_argnums, name)
     split.refuse_traced_nondiff(engine, name)
-    active = [engine.owns(x) and leaf_kind(x) == "f" for x in split.leaves]
+    active = active_leaves(engine, split.leaves)
     user_rule = rule.rule
     assert user_rule is not None
     out_td: list[trees.TreeDef] = []

@@ -17,8 +17,6 @@ from adswitch.rule_args import RuleArgs, check_argnums, primal, zero_tangent
 
 __all__ = ["RuleBase"]
 
-_UNSEEN = object()  # no output structure cached for this input structure yet
-
 
 class RuleBase:
     """What custom_vjp and custom_jvp share: the function, and f's output structure per
@@ -80,10 +78,7 @@ class RuleBase:
         self, split: RuleArgs, leaves: Sequence[Any], out: Any, who: str
     ) -> tuple[list[Any], trees.TreeDef]:
         out_leaves, td = trees.flatten(out)
-        key = split.key()  # (the cached structure looked up here: this runs every call)
-        f_td = self._out_structure.get(key, _UNSEEN) if key is not None else _UNSEEN
-        if f_td is _UNSEEN:
-            f_td = self._f_structure(split, leaves)
+        f_td = self._f_structure(split, leaves)
         if td != f_td and trees.reorder(f_td, td) is None:
             where = trees.describe_mismatch(f_td, td, "out", ("from f", f"from {who}"))
             raise UsageError(

@@ -25,7 +25,7 @@ from adswitch.results import place
 from adswitch.sparse.coloring import color_columns, color_rows, n_colors
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
-from adswitch.sparse.native import native
+from adswitch.sparse.native import native, on_host
 from adswitch.sparse.tracer import _sp
 
 __all__ = ["SparseSetup", "refuse_traced", "setup", "sparse_jacobian"]
@@ -284,20 +284,8 @@ def _check(
 
 
 def refuse_traced(started: Started) -> None:
-    """A sparse Jacobian is built on the host (a ``scipy.sparse`` matrix, or an engine's
-    sparse matrix made from one), which no engine differentiates or traces: inside a
-    differentiated function it would be a constant to the enclosing derivative, under
-    ``jax.jit`` its values cannot be read (a raw engine error)."""
-    if not started.depth:
-        try:
-            for leaf, active in zip(started.plan.leaves, started.plan.active):
-                if active:
-                    to_numpy(leaf)
-            return
-        except Exception:  # (an engine's tracer: jax's TracerArrayConversionError...)
-            pass
-    raise UsageError(
-        "a sparse ad.jacobian (sparsity=...) builds its sparse matrices on the host, which no "
-        "engine differentiates or traces: call it outside differentiated functions and outside "
-        "jax.jit/vmap/grad, or use the dense ad.jacobian (no sparsity=) there."
-    )
+    """A sparse Jacobian where it cannot be one (:func:`.native.on_host`): a
+    ``UsageError`` before anything runs."""
+    for leaf, active in zip(started.plan.leaves, started.plan.active):
+        if active:
+            on_host(leaf, started.depth, "ad.jacobian", "sparse matrices")

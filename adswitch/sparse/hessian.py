@@ -26,7 +26,7 @@ from adswitch.plan import CONST, Plan
 from adswitch.sparse.coloring import color_columns, n_colors
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
-from adswitch.sparse.native import native
+from adswitch.sparse.native import native, on_host
 from adswitch.sparse.star import star_coloring, star_gather, symmetric_pattern
 from adswitch.sparse.tracer import _sp
 
@@ -184,25 +184,11 @@ def _one_array_argument(plan: Plan) -> int:
 
 
 def _concrete(started: Started, value: Any = None) -> np.ndarray:
-    """``value`` (default: the differentiated argument) as numpy, or a ``UsageError``.
-
-    A sparse Hessian is built on the host (a ``scipy.sparse`` matrix, or an engine's sparse
-    matrix made from one), which no engine differentiates or traces: refused inside a
-    differentiated function and under an engine's own transforms (``jax.jit``...), whose
-    values cannot be read (else a raw engine error, or a result silently constant to the
-    enclosing derivative)."""
+    """``value`` (default: the differentiated argument) as numpy, or the ``UsageError``
+    of a sparse Hessian where it cannot be one (:func:`.native.on_host`)."""
     if value is None:
         value = started.plan.leaves[started.plan.active.index(True)]
-    if not started.depth:
-        try:
-            return to_numpy(value)
-        except Exception:  # (an engine's tracer: jax's TracerArrayConversionError...)
-            pass
-    raise UsageError(
-        "a sparse ad.hessian (sparsity=...) builds its sparse matrix on the host, which no "
-        "engine differentiates or traces: call it outside differentiated functions and outside "
-        "jax.jit/vmap/grad, or use the dense ad.hessian (no sparsity=) there."
-    )
+    return on_host(value, started.depth, "ad.hessian", "sparse matrix")
 
 
 def _decompress(s: HessianSetup, compressed: np.ndarray) -> Any:

@@ -9,7 +9,40 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["native"]
+import numpy as np
+
+from adswitch.errors import UsageError
+from adswitch.sparse.detect import to_numpy
+
+__all__ = ["native", "on_host"]
+
+
+def on_host(value: Any, depth: int, operator: str, made: str) -> np.ndarray:
+    """``value`` as numpy, or the ``UsageError`` of a sparse result asked for where it
+    cannot be one.
+
+    A sparse result is built on the host (a ``scipy.sparse`` matrix, or an engine's sparse
+    matrix made from one), which no engine differentiates or traces: refused inside a
+    differentiated function (``depth > 0``: it would be a constant to the enclosing
+    derivative) and under an engine's own transforms (``jax.jit``...), whose values cannot
+    be read (a raw engine error).
+
+    Args:
+        value: an array of the call (its differentiated input, or what the engine gave).
+        depth: the differentiations on the engine enclosing the call.
+        operator: ``"ad.jacobian"`` or ``"ad.hessian"``, for the message.
+        made: what the operator builds, for the message (``"sparse matrices"``).
+    """
+    if not depth:
+        try:
+            return to_numpy(value)
+        except Exception:  # (an engine's tracer: jax's TracerArrayConversionError...)
+            pass
+    raise UsageError(
+        f"a sparse {operator} (sparsity=...) builds its {made} on the host, which no engine "
+        "differentiates or traces: call it outside differentiated functions and outside "
+        f"jax.jit/vmap/grad, or use the dense {operator} (no sparsity=) there."
+    )
 
 
 def native(engine: Any, csr: Any, like: Any) -> Any:

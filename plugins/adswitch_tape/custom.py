@@ -212,7 +212,7 @@ def _call(p: Prim, spec: tuple[Any, ...], leaves: list[Any]) -> tuple[list[Any],
     outs, residuals = _call(p, spec, vals)
     if all(j is None for j in parents):  # constant at this level
         return outs, residuals
-    shapes = [(tuple(o.shape), o.dtype) if _floating(o) else None for o in outs]
+    shapes = _shapes(outs)
     tape = top.tape
     node = _Node(p.name, spec, residuals, shapes)
     tape.append((p, tuple(vals), node, None, tuple(parents)))
@@ -249,8 +249,7 @@ def _replayed(p: Prim) -> Callable[..., _Node]:
 
     def impl(*values: Any, spec: tuple[Any, ...]) -> _Node:
         outs, residuals = _bottom(p, spec, list(values))
-        shapes = [(tuple(o.shape), o.dtype) if _floating(o) else None for o in outs]
-        return _Node(p.name, spec, residuals, shapes, outs)
+        return _Node(p.name, spec, residuals, _shapes(outs), outs)
 
     return impl
 
@@ -263,6 +262,11 @@ def _static(nondiff: Any) -> bool:
     if isinstance(nondiff, dict):
         return all(_static(v) for v in nondiff.values())
     return type(nondiff) is not Tracer and isinstance(nondiff, _STATIC)
+
+
+def _shapes(outs: Sequence[Any]) -> list[Any]:
+    """Per output, ``(shape, dtype)`` -- ``None`` where it is not floating (no derivative)."""
+    return [(tuple(o.shape), o.dtype) if _floating(o) else None for o in outs]
 
 
 def _floating(o: Any) -> bool:

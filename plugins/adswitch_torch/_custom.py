@@ -41,7 +41,7 @@ from typing import Any
 
 from adswitch.errors import NoForwardRuleError
 
-from ._custom_fast import NO_FORWARD, vjp_function
+from ._custom_fast import NO_FORWARD, builds_graph, vjp_function
 from ._custom_fast import TRANSPOSING as _transposing
 from ._custom_fast import as_grad as _as_grad
 from ._custom_fast import fixed as _fixed
@@ -198,10 +198,7 @@ def _vjp_function(torch: Any) -> Any:
             it = iter(saved[n_in:])
             outs = [next(it) if m is not None else None for m in ctx.out_meta]
             extra = list(it)
-            if torch.is_grad_enabled() and (
-                _inside(torch)
-                or any(isinstance(v, torch.Tensor) and v.requires_grad for v in leaves)
-            ):
+            if builds_graph(torch, leaves):
                 # A graph of this backward pass is being built: residuals that depend on
                 # the inputs must be differentiable functions of them (module doc).
                 _, residuals = call.fwd(leaves)
@@ -323,49 +320,34 @@ def _jvp_function(torch: Any) -> Any:
     return CustomJvp
 
 
+_MAKERS = {"vjp": _vjp_function, "jvp": _jvp_function, "eager": vjp_function}
+
+
 def _function(torch: Any, kind: str) -> Any:
     made = _functions.get(kind)
     if made is None:
-        made = _functions[kind] = (_vjp_function if kind == "vjp" else _jvp_function)(torch)
+        made = _functions[kind] = _MAKERS[kind](torch)
     return made
 
 
-def _apply(torch: Any, kind: str, call: _Call, leaves: Sequence[Any]) -> Any:
-    """``Function.apply``, without its per-call ``inspect.signature`` outside ``torch.func``.
+def _apply(torch: Any, function: Any, call: _Call, leaves: Sequence[Any]) -> Any:
+    """``function.apply(call, *leaves)`` outside ``torch.func``, without its per-call
+    ``inspect.signature``.
 
     A Function with ``setup_context`` binds its arguments to ``forward``'s signature on
     every call (about 25 us, a tiny rule's whole budget) and only then, when no
     ``torch.func`` transform is active, hands them to the autograd C++ ``apply``. Our
-    ``forward(call, *leaves)`` has no defaults to bind, so outside a transform the C++
-    ``apply`` is called directly, after the same unwrapping of dead functorch wrappers
-    (tensors that escaped a finished transform); inside one, torch's own path
-    (``custom_function_call``) is kept.
+    ``forward(call, *leaves)`` has no defaults to bind, so the C++ ``apply`` is called
+    directly, after the same unwrapping of dead functorch wrappers (tensors that escaped
+    a finished transform). Inside a transform, call ``function.apply`` (torch's own path,
+    ``custom_function_call``).
     """
-    function = _function(torch, kind)
-    if torch._C._are_functorch_transforms_active():
-        return function.apply(call, *leaves)
-    return super(torch.autograd.Function, function).apply(call, *_unwrap(leaves))
-
-
-def _unwrap(leaves: Sequence[Any]) -> tuple[Any, ...]:
-    """torch's unwrapping of dead functorch wrappers, as ``Function.apply`` does it."""
     unwrap: Any = _functions.get("unwrap")
     if unwrap is None:
         from torch._functorch.utils import unwrap_dead_wrappers as unwrap
 
         _functions["unwrap"] = unwrap
-    return unwrap(tuple(leaves))  # type: ignore[no-any-return]
-
-
-def _fast(torch: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The C++ ``apply`` of ``_custom_fast``'s old-style Function, bound once, and torch's
-    unwrapping of dead functorch wrappers that ``Function.apply`` does before it."""
-    from torch._functorch.utils import unwrap_dead_wrappers
-
-    function = vjp_function(torch)
-    made = (super(torch.autograd.Function, function).apply, unwrap_dead_wrappers)
-    _functions["fast"] = made
-    return made
+    return super(torch.autograd.Function, function).apply(call, *unwrap(tuple(leaves)))
 
 
 def custom_vjp(
@@ -378,17 +360,13 @@ def custom_vjp(
 ) -> list[Any]:
     """``Backend.custom_vjp`` on torch (module doc)."""
     call = _Call(fn, fwd, bwd, None)
-    for v in leaves:
-        if not isinstance(v, torch.Tensor):  # (``split`` only where a leaf is no tensor)
-            call.split(torch, leaves)
-            break
+    call.split(torch, leaves)
     if torch._C._are_functorch_transforms_active():
         out = _function(torch, "vjp").apply(call, *leaves)
         return list(out[: call.n_out])
-    # the old-style Function (``_custom_fast``), its C++ apply called directly: its
-    # outputs are fwd's alone (no residuals among them)
-    apply, unwrap = _functions.get("fast") or _fast(torch)
-    return list(apply(call, *unwrap(tuple(leaves))))
+    # outside torch.func: the old-style Function (``_custom_fast``), whose outputs are
+    # fwd's alone (no residuals among them)
+    return list(_apply(torch, _function(torch, "eager"), call, leaves))
 
 
 def custom_jvp(
@@ -401,7 +379,10 @@ def custom_jvp(
     """``Backend.custom_jvp`` on torch (module doc)."""
     call = _Call(fn, None, None, rule)
     call.split(torch, leaves)
-    return list(_apply(torch, "jvp", call, leaves))
+    function = _function(torch, "jvp")
+    if torch._C._are_functorch_transforms_active():
+        return list(function.apply(call, *leaves))
+    return list(_apply(torch, function, call, leaves))
 
 
 def stop_gradient(torch: Any, value: Any) -> Any:

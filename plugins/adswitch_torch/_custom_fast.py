@@ -39,6 +39,7 @@ __all__ = [
     "TRANSPOSING",
     "TUPLE",
     "as_grad",
+    "builds_graph",
     "fixed",
     "flat",
     "inside",
@@ -126,6 +127,18 @@ def inside(torch: Any) -> bool:
     return torch._C._functorch.peek_interpreter_stack() is not None
 
 
+def builds_graph(torch: Any, leaves: Sequence[Any]) -> bool:
+    """Whether torch is building a graph of the backward pass being run (``create_graph``,
+    or a ``torch.func`` level above): then the saved residuals would be constants, and
+    ``fwd`` runs again on the inputs so that ``bwd``'s use of them is differentiated."""
+    if not torch.is_grad_enabled():
+        return False
+    if inside(torch):
+        return True
+    Tensor = torch.Tensor
+    return any(isinstance(v, Tensor) and v.requires_grad for v in leaves)
+
+
 # per-leaf marks of the residual tree: a saved tensor (its index), or a constant
 _SAVED = object()
 
@@ -187,9 +200,7 @@ def vjp_function(torch: Any) -> Any:
             saved = ctx.saved_tensors
             n_in = ctx.n_in
             leaves = list(saved[:n_in]) if call.others is None else call.restore(saved[:n_in])
-            if torch.is_grad_enabled() and (
-                inside(torch) or any(isinstance(v, Tensor) and v.requires_grad for v in leaves)
-            ):
+            if builds_graph(torch, leaves):
                 # A graph of this backward pass is being built: residuals that depend on
                 # the inputs must be differentiable functions of them (``_custom``'s doc).
                 _, residuals = call.fwd(leaves)
