@@ -69,7 +69,8 @@ def jacobian(
             each in C order), and the result has the dense layout below with each block a
             ``csr_array`` of shape ``(out_leaf.size, in_leaf.size)``. An incomplete
             pattern drops the entries outside it: ``check=True`` compares with the dense
-            Jacobian and raises if a nonzero lies outside.
+            Jacobian and raises if a nonzero lies outside. With ``has_aux``, the pattern
+            is ``y``'s (``ad.sparsity(f, *args, has_aux=True)``).
 
     Returns:
         The layout of ``jax.jacrev(f, argnums=<every position>)``, each block in the
@@ -93,7 +94,7 @@ def jacobian(
         from adswitch.sparse.compressed import refuse_traced, setup, sparse_jacobian
 
         refuse_traced(started)
-        s = setup(f, args, sparsity, mode, started.engine)
+        s = setup(f, args, sparsity, mode, started.engine, has_aux)
         return sparse_jacobian(started, f, has_aux, s, run_jacobian if check else None)
     return run_jacobian(started, f, mode, has_aux)
 

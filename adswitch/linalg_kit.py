@@ -31,7 +31,7 @@ import numpy as np
 
 __all__ = [
     "GAP_ULPS", "any_beyond", "beyond_rounding", "close_pairs", "equal_pairs", "gap_factor",
-    "negligible", "spread_extreme", "tolerance", "well_conditioned",
+    "negligible", "negligible_det", "spread_extreme", "tolerance", "well_conditioned",
 ]  # fmt: skip
 
 # How close two computed eigenvalues (singular values) must be to count as equal, in units
@@ -161,6 +161,34 @@ def negligible(values: Any, *, xp: Any = None) -> Any:
     """
     xp = _xp(values, xp)
     return values <= tolerance(values, xp=xp)
+
+
+def negligible_det(det: Any, x: Any, *, xp: Any = None) -> Any:
+    """Per matrix: whether the determinant ``det`` of ``x`` is zero to within roundoff:
+    ``|det| <= 16 n eps`` times Hadamard's bound (the product of the rows' norms).
+
+    Whether an LU meets an exact zero pivot at a singular matrix depends on the LAPACK
+    kernel (the same matrix gives ``det == 0`` on one CPU and ``-6.7e-16`` on another), so
+    a rule deciding "singular" must not ask for an exact zero.
+
+    Args:
+        det: ``(...)`` determinants (or ``exp(log|det|)``).
+        x: ``(..., n, n)`` the matrices.
+        xp: their namespace (``None``: theirs).
+
+    Returns:
+        ``(...)`` booleans.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.array([[[1.0, 2.0], [2.0, 4.0 + 1e-16]], [[1.0, 0.0], [0.0, 1e-3]]])
+        >>> negligible_det(np.linalg.det(x), x).tolist()
+        [True, False]
+    """
+    xp = _xp(x, xp)
+    n = x.shape[-1]
+    bound = xp.prod(xp.sqrt(xp.sum(x * x, axis=-1)), axis=-1)
+    return xp.abs(det) <= bound * gap_factor(n, float(xp.finfo(x.dtype).eps))
 
 
 def beyond_rounding(x: Any, scale: Any, *, xp: Any = None) -> Any:

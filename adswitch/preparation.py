@@ -37,12 +37,16 @@ from adswitch.overlap import check_overlap
 from adswitch.plan import CONST, KIND_NAMES, PLAIN, ArgPlan, Plan, unwrap
 from adswitch.reverse import run_vjp, vjp
 from adswitch.second_order import hessian, hvp, run_hessian, run_hvp, run_sparse_hessian
+from adswitch.shortcut import Shortcut, make_shortcut
 from adswitch.signatures import describe_signature, signature, stands_in
 from adswitch.spec import Backend
 
 __all__ = ["Prepared", "prepare"]
 
 _new_tuple = tuple.__new__
+# Full calls of a prepared gradient after which a shortcut is sought (an engine may need a
+# few: jax remembers a function's walk from its second call on).
+_SHORTCUT_TRIES = 8
 
 # operator -> (its name, the keywords it takes with their defaults, whether its
 # arguments come as (primals, tangents), whether Duplicated is allowed)
@@ -126,7 +130,9 @@ def prepare(
         from adswitch.sparse.compressed import refuse_traced, setup
 
         refuse_traced(started)
-        kwargs["sparsity"] = setup(f, primals, kwargs["sparsity"], kwargs["mode"], started.engine)
+        kwargs["sparsity"] = setup(
+            f, primals, kwargs["sparsity"], kwargs["mode"], started.engine, kwargs["has_aux"]
+        )
     if name == "hessian" and kwargs["sparsity"] is not None:  # detected and colored once
         from adswitch.sparse.hessian import setup_hessian
 
@@ -162,6 +168,8 @@ class Prepared:
         "_orders",
         "_pinned",
         "_plan",
+        "_shortcut",
+        "_shortcut_tries",
         "_signature",
         "_simple",
         "_slot",
@@ -200,9 +208,19 @@ class Prepared:
         # signature with its own, and runs on the prepared arguments' plans.
         simple = plan.untied and not plan.has_duplicated
         self._simple = tuple([(p.kind, p.treedef) for p in plan.args]) if simple else None
+        self._shortcut: Shortcut | None = None
+        self._shortcut_tries = 0 if name == "gradient" and simple and not self._depth else None
 
     @outside_compilers
     def __call__(self, *args: Any) -> Any:
+        shortcut = self._shortcut
+        if shortcut is not None and not selection.current_calls.get():
+            if not self._pinned:
+                self._check_use()
+            fast = shortcut(args)
+            if fast is not None:
+                return fast
+            self._shortcut = None  # something changed: the full path, then maybe again
         name, kw = self._name, self._kwargs
         tangents: Any = None
         if name == "derivative":
@@ -224,7 +242,15 @@ class Prepared:
         started = _new_tuple(Started, (plan, self._engine, self._depth, slot, memo))
         f = self._f
         if name == "gradient":
-            return run_gradient(started, f, kw["zero"], "gradient")[1]
+            results = run_gradient(started, f, kw["zero"], "gradient")[1]
+            tries = self._shortcut_tries
+            if tries is not None and tries < _SHORTCUT_TRIES and reordered is False:
+                self._shortcut_tries = tries + 1
+                if not selection.current_calls.get():
+                    self._shortcut = make_shortcut(
+                        self._engine, self._slot, f, plan, primals, results
+                    )
+            return results
         if name == "withgradient":
             return WithGradient(*run_gradient(started, f, kw["zero"], "withgradient"))
         if name == "vjp":

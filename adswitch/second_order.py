@@ -99,8 +99,10 @@ def hessian(
         sparsity: ``None`` (dense), ``"detect"`` (``ad.sparsity(f, *args,
             of="hessian")``) or a pattern of shape ``(x.size, x.size)``: the Hessian is
             then computed compressed -- a star (or column) coloring of the pattern, one
-            batched H·v per color -- and returned as a symmetric ``scipy.sparse.csr_array``,
-            for one differentiated array argument. A pattern missing nonzeros gives wrong
+            batched H·v per color -- and returned in sparse blocks. With several
+            differentiated arguments (or trees) the pattern is that of the flattened
+            Hessian (the order of ``ad.sparsity``: the differentiated leaves, leaf after
+            leaf, each in C order). A pattern missing nonzeros gives wrong
             entries (the missing ones are summed into those of their color):
             ``check=True`` compares with the dense Hessian and raises a ``UsageError``
             naming the entries it misses.
@@ -112,7 +114,10 @@ def hessian(
         either is ``Const``): for array arguments an array of shape
         ``x_a.shape + x_b.shape``; for trees, the tree of ``a`` with each leaf replaced
         by the tree of ``b`` holding the blocks (jax's ``hessian`` layout). With
-        ``sparsity``, the ``csr_array`` alone.
+        ``sparsity``, the same layout with each block a sparse matrix of shape
+        ``(leaf_a.size, leaf_b.size)`` (a ``scipy.sparse.csr_array``; torch's sparse CSR,
+        jax's ``BCOO`` for those engines' arrays); for one plain array argument, the
+        symmetric sparse matrix alone.
 
     Example:
         >>> import adswitch as ad, numpy as np

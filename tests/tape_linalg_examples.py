@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from adswitch_tape.rules import matrix_primitives as M
+from adswitch_tape.rules.linalg import primitives as M
 
 __all__ = ["linalg_examples"]
 

@@ -39,7 +39,7 @@ def _namespace() -> Any:
 
 
 def _box_types() -> tuple[type, ...]:
-    from adswitch_autograd.boxes import GuardedBox
+    from adswitch_autograd.tracing.boxes import GuardedBox
 
     return (GuardedBox,)
 

@@ -24,9 +24,9 @@ def _tangent(x: np.ndarray) -> np.ndarray:
 
 
 def test_the_package_primitives_and_those_the_namespace_uses_have_jvp_rules() -> None:
-    import adswitch_autograd.engine  # noqa: F401  (what the engine loads defines the rules)
-    from adswitch_autograd.power import _traced_pow
-    from adswitch_autograd.writes import buffer_write, copy_of
+    import adswitch_autograd.primitives.engine  # noqa: F401  (what the engine loads defines the rules)
+    from adswitch_autograd.mutation.writes import buffer_write, copy_of
+    from adswitch_autograd.xp.power import _traced_pow
     from autograd.core import primitive_jvps
     from autograd.numpy import numpy_wrapper
 

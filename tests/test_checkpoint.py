@@ -141,7 +141,7 @@ def test_prepared_at_a_second_point(backend: str) -> None:
 
 
 def test_tape_prepared_call_says_why_it_traces() -> None:
-    from adswitch_tape.notices import TapeReplayWarning, reset_warnings
+    from adswitch_tape.replay.notices import TapeReplayWarning, reset_warnings
 
     reset_warnings()
     prepared = ad.prepare(ad.gradient, _loss(ad.checkpoint(Counted())), X, WS, backend="tape")

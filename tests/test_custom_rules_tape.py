@@ -381,7 +381,7 @@ def test_tape_rules_prepared_replay() -> None:
     # TapeReplayWarning): the user's fwd/bwd run again on the new values.
     import warnings
 
-    from adswitch_tape.notices import TapeReplayWarning
+    from adswitch_tape.replay.notices import TapeReplayWarning
 
     y, z = X[::-1] * 2.0, X * 0.5 - 1.0
     with warnings.catch_warnings():
@@ -406,7 +406,7 @@ def test_tape_rules_prepared_replay() -> None:
 def test_tape_rules_prepared_nondiff_arguments() -> None:
     # A numeric nondiff argument replays; one the replay could not recompute (an
     # object) makes the call trace every time, warned, with the right numbers.
-    from adswitch_tape.notices import TapeReplayWarning
+    from adswitch_tape.replay.notices import TapeReplayWarning
 
     scale = ad.custom_vjp(lambda x, k: x * k["k"], nondiff_argnums=(1,))
     scale.defvjp(lambda x, k: (x * k["k"], None), lambda k, r, ct: (ct * k["k"],))

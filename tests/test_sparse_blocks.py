@@ -143,10 +143,7 @@ def test_check_catches_a_wrong_pattern_of_several_arguments() -> None:
         ad.jacobian(two, X, Y, sparsity=wrong, check=True)
 
 
-def test_has_aux_and_value_branch_refused_with_their_fix() -> None:
-    with pytest.raises(ad.UsageError, match="has_aux"):
-        ad.jacobian(lambda x, y: (x * y, 1.0), X, Y, sparsity="detect", has_aux=True)
-
+def test_a_value_branch_is_refused_with_its_fix() -> None:  # (has_aux: test_sparse_aux.py)
     def branchy(x: Any, y: Any) -> Any:
         return x * y if x[0] > 0 else y
 

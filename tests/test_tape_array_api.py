@@ -16,7 +16,7 @@ import adswitch_tape.namespace as tape_xp
 import array_api_compat
 import numpy as np
 import pytest
-from adswitch_tape.tracer import Tracer, raw
+from adswitch_tape.array.tracer import Tracer, raw
 from library_style import check_library_code_is_differentiated
 from test_tape_support import fd_gradient
 

@@ -207,7 +207,7 @@ def test_the_tape_keeps_only_the_values_its_rules_read() -> None:
     # the two intermediates are freed during f, as in plain numpy (peak memory).
     import weakref
 
-    from adswitch_tape.tracer import raw
+    from adswitch_tape.array.tracer import raw
 
     freed: list[bool] = []
 

@@ -21,10 +21,10 @@ from typing import Any
 import adswitch_tape.namespace  # noqa: F401  -- registers the rules, completes the tracers
 import numpy as np
 import pytest
+from adswitch_tape.array.tracer import Tracer, raw
 from adswitch_tape.core import BATCH, Trace, backward_many
 from adswitch_tape.recording import PRIMS
 from adswitch_tape.rules import primitives as P
-from adswitch_tape.tracer import Tracer, raw
 from test_tape_rules import CASES, Case, _case_id
 
 _rng = np.random.default_rng(7)

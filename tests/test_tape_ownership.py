@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from adswitch_tape.array.tracer import raw
 from adswitch_tape.core import IN_PLACE_FROM
-from adswitch_tape.tracer import raw
 
 import adswitch as ad
 

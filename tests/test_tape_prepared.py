@@ -21,12 +21,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
-from adswitch_tape.notices import TapeReplayWarning
+from adswitch_tape.replay.notices import TapeReplayWarning
 
 import adswitch as ad
 
 # A refusal would make these tests compare a fresh trace with itself: it is an error here.
-pytestmark = pytest.mark.filterwarnings("error::adswitch_tape.notices.TapeReplayWarning")
+pytestmark = pytest.mark.filterwarnings("error::adswitch_tape.replay.notices.TapeReplayWarning")
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from adswitch_conformance.cases import catalogue
 from adswitch_conformance.entries import ad_caller, ad_preparer, invoke, options_for
 from adswitch_conformance.reference import unwrap
 from adswitch_conformance.trees import children, leaves, map_unique
-from adswitch_tape.notices import TapeReplayWarning
+from adswitch_tape.replay.notices import TapeReplayWarning
 from test_tape_prepared import assert_identical
 
 import adswitch as ad

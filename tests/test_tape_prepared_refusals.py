@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from adswitch_tape import recordings
-from adswitch_tape.notices import TapeReplayWarning, reset_warnings
+from adswitch_tape.replay import recordings
+from adswitch_tape.replay.notices import TapeReplayWarning, reset_warnings
 from numpy.random import default_rng
 from test_tape_prepared import runs_of
 

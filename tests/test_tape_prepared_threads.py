@@ -16,7 +16,7 @@ from test_tape_prepared import assert_identical, mlp, mlp_args, vector_args, vec
 
 import adswitch as ad
 
-pytestmark = pytest.mark.filterwarnings("error::adswitch_tape.notices.TapeReplayWarning")
+pytestmark = pytest.mark.filterwarnings("error::adswitch_tape.replay.notices.TapeReplayWarning")
 
 
 def _race(work: Callable[[int], None], n: int) -> None:

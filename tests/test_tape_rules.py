@@ -29,10 +29,10 @@ import adswitch_tape.namespace
 import numpy as np
 import pytest
 from adswitch_tape import recording
+from adswitch_tape.array.tracer import Tracer, raw
 from adswitch_tape.core import Trace
 from adswitch_tape.recording import PRIMS, Prim, defvjp, unary
 from adswitch_tape.rules import primitives as P
-from adswitch_tape.tracer import Tracer, raw
 from tape_linalg_examples import linalg_examples
 
 

@@ -28,7 +28,7 @@ from adswitch.sparse.detect import to_numpy
 from adswitch.sparse.native import native, on_host
 from adswitch.sparse.tracer import _sp
 
-__all__ = ["SparseSetup", "refuse_traced", "setup", "sparse_jacobian"]
+__all__ = ["SparseSetup", "joined", "refuse_traced", "setup", "split_seeds", "sparse_jacobian"]
 
 
 class SparseSetup:
@@ -42,17 +42,23 @@ class SparseSetup:
 
 
 def setup(
-    f: Callable[..., Any], args: Sequence[Any], sparsity: Any, mode: str, engine: Any
+    f: Callable[..., Any],
+    args: Sequence[Any],
+    sparsity: Any,
+    mode: str,
+    engine: Any,
+    has_aux: bool = False,
 ) -> SparseSetup:
-    """Detect (``"detect"``) or take the pattern, and color the side ``mode`` asks for
-    (``"auto"``: the side with fewer colors)."""
+    """Detect (``"detect"``: the pattern of ``y``, with ``has_aux`` the first of ``f``'s
+    ``(y, aux)``) or take the pattern, and color the side ``mode`` asks for (``"auto"``:
+    the side with fewer colors)."""
     if isinstance(sparsity, SparseSetup):
         return sparsity
     sp = _sp()
     if isinstance(sparsity, str):
         if sparsity != "detect":
             raise UsageError(f"sparsity={sparsity!r}; it is None, 'detect' or a pattern.")
-        pattern = detect(f, *args)
+        pattern = detect(f, *args, has_aux=has_aux)
     else:
         pattern = sp.csr_array(sparsity, dtype=bool)
         if pattern.ndim != 2:
@@ -86,7 +92,8 @@ def sparse_jacobian(
     Args:
         started: the started call (its plan says which leaves are differentiated).
         f: the function.
-        has_aux: refused (not in this version).
+        has_aux: ``f`` returns ``(y, aux)``: ``y`` is differentiated, and the call returns
+            ``(jacobian, aux)``, aux as ``f`` made it (as the dense ``ad.jacobian`` does).
         s: the pattern of the flattened Jacobian (rows: the floating output leaves' elements,
             columns: the differentiated leaves', each in C order) and its coloring.
         dense: with ``check=True``, the dense operator to compare with.
@@ -96,7 +103,7 @@ def sparse_jacobian(
         layout of the dense ``ad.jacobian``, each block a sparse matrix of shape
         ``(out_leaf.size, in_leaf.size)``: a ``scipy.sparse.csr_array``, or the engine's
         own (``torch.sparse_csr_tensor``, jax's ``BCOO``) where the block's input leaf is
-        that engine's array (:func:`.native.native`).
+        that engine's array (:func:`.native.native`). With ``has_aux``: ``(that, aux)``.
 
     Example:
         >>> import adswitch as ad, numpy as np
@@ -105,11 +112,6 @@ def sparse_jacobian(
         [[1.0, 0.0], [0.0, 1.0]]
     """
     plan, engine = started.plan, started.engine
-    if has_aux:
-        raise UsageError(
-            "a sparse ad.jacobian (sparsity=...) does not support has_aux in this version: "
-            "drop has_aux (compute aux separately), or drop sparsity=."
-        )
     active = [u for u, a in enumerate(plan.active) if a]
     refuse_traced(started)
     in_layout = Layout([plan.leaves[u] for u in active])
@@ -120,36 +122,42 @@ def sparse_jacobian(
             f"argument(s) have {in_layout.total} element(s): pass the pattern of this function, "
             f"of shape (out.size, {in_layout.total}) (ad.sparsity(f, *args) gives it)."
         )
-    fn = OutputFunction(f, plan, False, "jacobian")
-    info = derive.with_batched(started.info(f, "jacobian", ("sparse", s.mode), outputs=False), True)
+    fn = OutputFunction(f, plan, has_aux, "jacobian")
+    key = ("sparse", s.mode, has_aux)
+    info = derive.with_batched(started.info(f, "jacobian", key, outputs=has_aux), True)
     c = max(n_colors(s.colors), 1)
     seeds = np.zeros((c, n if s.mode == "forward" else m))
     seeds[s.colors, np.arange(seeds.shape[1])] = 1.0
     with running(engine):
         if s.mode == "forward":
-            split = iter(_split(seeds, [plan.leaves[u] for u in active], in_layout))
+            split = iter(split_seeds(seeds, [plan.leaves[u] for u in active], in_layout))
             tangents = [next(split) if a else None for a in plan.active]
             out_leaves, columns = derive.jvp(engine, fn, plan.leaves, plan.active, tangents, info)
             out_layout = _rows_checked(derive.diff_leaves(fn, out_leaves), s, in_layout)
-            compressed = _joined(columns, out_layout.sizes, c)  # (colors, m)
+            compressed = joined(columns, out_layout.sizes, c)  # (colors, m)
         else:
 
             def seed(diffs: Sequence[Any]) -> list[Any]:
-                return _split(seeds, diffs, _rows_checked(diffs, s, in_layout))
+                return split_seeds(seeds, diffs, _rows_checked(diffs, s, in_layout))
 
             out_leaves, rows = derive.vjp_apply(engine, fn, plan.leaves, plan.active, seed, info)
             out_layout = Layout(derive.diff_leaves(fn, out_leaves))
-            compressed = _joined([rows[u] for u in active], in_layout.sizes, c)  # (colors, n)
+            compressed = joined([rows[u] for u in active], in_layout.sizes, c)  # (colors, n)
     jac = _decompress(s, compressed)
     layout = fn.outputs()
     if dense is not None:  # check=True: the dense operator (adswitch.jacobians) to compare
-        _check(started, f, s, jac, dense, (_keys(plan, layout, active), out_layout, in_layout))
+        d = dense(started, f, "auto", has_aux)
+        where = (_keys(plan, layout, active), out_layout, in_layout)
+        _check(started, s, jac, d[0] if has_aux else d, where)
     if _single(plan, layout, active):
-        return native(engine, jac, plan.leaves[active[0]])
-    return _blocks(started, layout, active, (out_layout, in_layout), jac)
+        out = native(engine, jac, plan.leaves[active[0]])
+    else:
+        out = _blocks(started, layout, active, (out_layout, in_layout), jac)
+    # (aux rebuilt from the primal outputs, as the dense ad.jacobian returns it)
+    return (out, fn.output(out_leaves)[1]) if has_aux else out
 
 
-def _split(seeds: np.ndarray, arrays: Sequence[Any], layout: Layout) -> list[np.ndarray]:
+def split_seeds(seeds: np.ndarray, arrays: Sequence[Any], layout: Layout) -> list[np.ndarray]:
     """The compressed seeds cut into one batch per array (in its dtype, when floating)."""
     out = []
     for a, start, size, shape in zip(arrays, layout.offsets, layout.sizes, layout.shapes):
@@ -159,7 +167,7 @@ def _split(seeds: np.ndarray, arrays: Sequence[Any], layout: Layout) -> list[np.
     return out
 
 
-def _joined(parts: Sequence[Any], sizes: Sequence[int], c: int) -> np.ndarray:
+def joined(parts: Sequence[Any], sizes: Sequence[int], c: int) -> np.ndarray:
     """Batched per-leaf results, each ``(c, *leaf.shape)``, as one ``(c, total)`` numpy
     matrix; a leaf nothing depends on may come back ``None`` (zeros)."""
     blocks = [
@@ -249,17 +257,11 @@ def _decompress(s: SparseSetup, compressed: np.ndarray) -> Any:
 
 
 def _check(
-    started: Started,
-    f: Callable[..., Any],
-    s: SparseSetup,
-    jac: Any,
-    dense_of: Callable[..., Any],
-    where: tuple[Any, Layout, Layout],
+    started: Started, s: SparseSetup, jac: Any, dense: Any, where: tuple[Any, Layout, Layout]
 ) -> None:
     """Debug mode: the dense Jacobian's nonzeros must lie inside the pattern. ``where``:
     the dense layout with a :class:`_Key` per block, and the output and input layouts."""
     keys, out_layout, in_layout = where
-    dense = dense_of(started, f, "auto", False)
     d = np.zeros(s.pattern.shape)
     for key, value in zip(trees.flatten(keys)[0], trees.flatten(dense)[0]):
         if isinstance(key, _Key) and value is not None:  # (the flattened matrix's block)

@@ -34,7 +34,13 @@ def to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
-def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: bool = False) -> Any:
+def sparsity(
+    f: Callable[..., Any],
+    *args: Any,
+    of: str = "jacobian",
+    local: bool = False,
+    has_aux: bool = False,
+) -> Any:
     """The sparsity pattern of ``f``'s Jacobian (or Hessian) in its plain arguments.
 
     ``f`` runs once on adswitch's sparsity-tracing arrays (``ad.array_namespace`` gives it
@@ -46,7 +52,7 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
     With several plain arguments (or trees), the pattern is that of the flattened matrix,
     the order ``ad.jacobian(..., sparsity=pattern)`` takes: its columns are the floating
     leaves of every plain argument, argument by argument, each tree in its flattening order
-    (a dict by sorted key) and each leaf's elements in C order (a tied array counts once,
+    (a dict in its own key order) and each leaf's elements in C order (a tied array counts once,
     at its first place; non-floating leaves have no columns); its rows are the floating
     leaves of ``f``'s output, in the same order.
 
@@ -55,8 +61,11 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
         *args: its arguments: plain (differentiated) arrays or trees of them, and
             ``ad.Const`` ones.
         of: ``"jacobian"`` (``f``'s output is an array or a tree of them) or
-            ``"hessian"`` (one scalar).
+            ``"hessian"`` (one scalar: or, as for ``ad.hessian``, a tuple/dict whose first
+            element is one, the aux outputs after it ignored).
         local: detect at the given values (value-dependent branches take the taken side).
+        has_aux: ``f`` returns a pair ``(y, aux)``, as for ``ad.jacobian(...,
+            has_aux=True)``: the pattern is ``y``'s, ``aux`` is ignored.
 
     Returns:
         A boolean ``scipy.sparse.csr_array``: ``(y.size, x.size)`` for a Jacobian (row
@@ -77,8 +86,9 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
     """
     if of not in OFS:
         raise UsageError(f"of={of!r}; ad.sparsity's of is one of {', '.join(OFS)}.")
-    if local not in (True, False):
-        raise UsageError(f"local={local!r}; ad.sparsity's local is True or False.")
+    for name, flag in (("local", local), ("has_aux", has_aux)):
+        if flag not in (True, False):
+            raise UsageError(f"{name}={flag!r}; ad.sparsity's {name} is True or False.")
     sp = _sp()
     plan = _plan(args)
     layout = Layout([leaf for leaf, a in zip(plan.leaves, plan.active) if a])
@@ -103,7 +113,7 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
         values.append(Tracer(trace, x_np.shape, deps, x_np.astype(float) if local else None))
         a += 1
     try:
-        y = LossFunction(f, plan).call_f(values)
+        y = _differentiated(LossFunction(f, plan).call_f(values), of, has_aux)
     except ValueDependentError as exc:  # (a misuse of global detection, with its fix)
         raise UsageError(str(exc)) from None
     y_leaves, _ = trees.flatten(y)
@@ -130,6 +140,28 @@ def sparsity(f: Callable[..., Any], *args: Any, of: str = "jacobian", local: boo
     return hess
 
 
+def _differentiated(out: Any, of: str, has_aux: bool) -> Any:
+    """The part of ``f``'s output the operator differentiates: ``y`` of ``(y, aux)`` with
+    ``has_aux``; for a Hessian, the loss first in a tuple/dict, as ``ad.hessian`` takes it
+    (``adswitch.outputs.loss_of``); else the whole output."""
+    if has_aux:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            if isinstance(out, (tuple, list)):
+                what = f"a {type(out).__name__} of length {len(out)}"
+            elif hasattr(out, "shape"):  # (a tracing array: named as the user's)
+                what = f"an array of shape {tuple(out.shape)}"
+            else:
+                what = f"a {type(out).__name__}"
+            raise OutputError(
+                f"ad.sparsity(..., has_aux=True) needs f to return a pair (y, aux); got "
+                f"{what}. Return (y, aux), or drop has_aux."
+            )
+        out = out[0]
+    if of == "hessian" and isinstance(out, (tuple, list, dict)) and out:
+        out = next(iter(out.values())) if isinstance(out, dict) else out[0]
+    return out
+
+
 def _deps_of(leaf: Any, trace: Trace) -> Any:
     """An output leaf's dependency rows; ``None`` for a leaf that is not floating (it has
     no rows, as in the dense Jacobian)."""
@@ -144,7 +176,8 @@ def _deps_of(leaf: Any, trace: Trace) -> Any:
         return trace.empty(math.prod(np.shape(leaf))) if kind == "f" else None
     raise UsageError(
         f"ad.sparsity: f returned a leaf of type {type(leaf).__name__}; it returns arrays "
-        "(or trees of them) written with xp = ad.array_namespace(x)."
+        "(or trees of them) written with xp = ad.array_namespace(x). If f returns (y, aux), "
+        "pass has_aux=True (to ad.sparsity, and to ad.jacobian)."
     )
 
 

@@ -1,6 +1,11 @@
 """Compressed Hessians: one batched H·v over the colors' seeds instead of the identity
-basis, decompressed into a symmetric ``scipy.sparse.csr_array`` (then the engine's own
-sparse matrix where ``x`` is that engine's array: :mod:`.native`).
+basis, decompressed into a symmetric ``scipy.sparse.csr_array`` (then per block the
+engine's own sparse matrix where its input is that engine's array: :mod:`.native`).
+
+Several differentiated arguments (or trees) share one flattened Hessian -- rows and
+columns: the differentiated leaves' elements, each in C order, leaf after leaf (the order
+of ``ad.sparsity(..., of="hessian")``) -- colored and compressed as one; its blocks are
+then cut out into the dense ``ad.hessian``'s layout (:mod:`.hessian_blocks`).
 
 The pattern is colored once (:func:`setup_hessian`): a star coloring (:mod:`.star`, read
 back by its direct rule) or a column (distance-2) coloring (each entry read from its
@@ -12,20 +17,20 @@ function and its strategy in (this module sits below it: no import cycle).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from adswitch import derive
-from adswitch.bases import numpy_dtype, shape_of
+from adswitch.bases import Layout
 from adswitch.call import Started, running
 from adswitch.errors import UsageError
-from adswitch.plan import CONST, Plan
+from adswitch.plan import Plan
 from adswitch.sparse.coloring import color_columns, n_colors
+from adswitch.sparse.compressed import joined, split_seeds
 from adswitch.sparse.detect import sparsity as detect
-from adswitch.sparse.detect import to_numpy
+from adswitch.sparse.hessian_blocks import check_dense, laid_out, single
 from adswitch.sparse.native import native, on_host
 from adswitch.sparse.star import star_coloring, star_gather, symmetric_pattern
 from adswitch.sparse.tracer import _sp
@@ -61,12 +66,13 @@ def setup_hessian(
     symmetrize it, and color it: star or column coloring, the one with fewer colors.
 
     Args:
-        f: the loss.
-        args: its arguments (one plain array, the others ``ad.Const``).
-        sparsity: ``"detect"``, a pattern of shape ``(x.size, x.size)`` (anything
-            ``scipy.sparse.csr_array`` takes), or a :class:`HessianSetup` (kept).
-        started: the started call, checked first for what this version supports (one
-            differentiated array argument, concrete values), before anything is detected.
+        f: the loss (or a tuple/dict holding it first, as for the dense ``ad.hessian``).
+        args: its arguments: plain arrays or trees of them, and ``ad.Const`` ones.
+        sparsity: ``"detect"``, a pattern of shape ``(n, n)`` with ``n`` the differentiated
+            leaves' elements in all (anything ``scipy.sparse.csr_array`` takes), or a
+            :class:`HessianSetup` (kept).
+        started: the started call, checked first for concrete values (a sparse matrix is
+            built on the host), before anything is detected.
 
     Returns:
         A :class:`HessianSetup`.
@@ -84,8 +90,7 @@ def setup_hessian(
         ('column', 2)
     """
     if started is not None:
-        _one_array_argument(started.plan)
-        _concrete(started)
+        _refuse_traced(started)
     if isinstance(sparsity, HessianSetup):
         return sparsity
     if isinstance(sparsity, str):
@@ -98,8 +103,9 @@ def setup_hessian(
         pattern = symmetric_pattern(raw)
     except (ValueError, TypeError) as exc:
         raise UsageError(
-            "sparsity= for ad.hessian takes a square 2-D pattern of shape (x.size, x.size) "
-            f"(a boolean array or scipy.sparse matrix): {exc}"
+            "sparsity= for ad.hessian takes a square 2-D pattern of shape (n, n), n the "
+            "differentiated elements in all (a boolean array or scipy.sparse matrix; "
+            f"ad.sparsity(f, *args, of='hessian') gives it): {exc}"
         ) from exc
     star, column = star_coloring(pattern), color_columns(pattern)
     if n_colors(column) < n_colors(star):
@@ -115,114 +121,93 @@ def sparse_hessian(
     strategy: str,
     dense: Callable[[Started, Callable[..., Any]], Any] | None = None,
 ) -> Any:
-    """The Hessian of ``f``'s loss in its one active array argument, as a sparse matrix.
+    """The Hessian of ``f``'s loss in its differentiated arguments, in sparse blocks.
 
     Args:
         started: the started (or prepared) call.
-        f: the loss.
-        s: the pattern and its coloring (:func:`setup_hessian`).
+        f: the loss (aux outputs after it are ignored, as by the dense ``ad.hessian``).
+        s: the pattern of the flattened Hessian and its coloring (:func:`setup_hessian`).
         gradient_fn: ``second_order.GradientFunction`` (an ``OutputFn`` of the gradient).
         strategy: ``"forward-over-reverse"`` or ``"reverse-over-reverse"``.
         dense: the dense Hessian (``second_order.run_hessian``) to check against
             (``check=True``), or ``None``.
 
     Returns:
-        A symmetric sparse matrix of shape ``(x.size, x.size)``: a
+        One plain argument, a bare array: a symmetric sparse matrix of shape
+        ``(x.size, x.size)``. Else the dense ``ad.hessian``'s layout (``H[a][b]``,
+        ``None`` where either argument is ``Const``; trees of trees for tree arguments),
+        each block a sparse matrix of shape ``(leaf_a.size, leaf_b.size)``. Each is a
         ``scipy.sparse.csr_array``, or the engine's own (``torch.sparse_csr_tensor``,
-        jax's ``BCOO``) where ``x`` is that engine's array (:func:`.native.native`).
+        jax's ``BCOO``) where the block's column leaf is that engine's array
+        (:func:`.native.native`).
+
+    Example:
+        >>> import adswitch as ad, numpy as np
+        >>> f = lambda x, y: ad.array_namespace(x).sum(x * y ** 2)
+        >>> H = ad.hessian(f, np.ones(2), np.full(2, 3.0), sparsity="detect")
+        >>> H[0][1].toarray().tolist()
+        [[6.0, 0.0], [0.0, 6.0]]
     """
     plan, engine = started.plan, started.engine
-    position = _one_array_argument(plan)
     if started.depth:
-        _concrete(started)
-    x = plan.leaves[plan.active.index(True)]
-    n = math.prod(shape_of(x))
+        _refuse_traced(started)
+    active = [u for u, a in enumerate(plan.active) if a]
+    inputs = [plan.leaves[u] for u in active]
+    layout = Layout(inputs)
+    n = layout.total
     if s.pattern.shape != (n, n):
         raise UsageError(
-            f"the sparsity pattern has shape {s.pattern.shape}; args[{position}] has {n} "
-            f"elements: pass the Hessian pattern of this function (shape ({n}, {n}))."
+            f"the sparsity pattern has shape {s.pattern.shape}; the differentiated "
+            f"argument(s) have {n} element(s): pass the Hessian pattern of this function, of "
+            f"shape ({n}, {n}) (ad.sparsity(f, *args, of='hessian') gives it)."
         )
     c = max(n_colors(s.colors), 1)
-    seeds = np.zeros((c, n), dtype=numpy_dtype(getattr(x, "dtype", None)))
+    seeds = np.zeros((c, n))
     seeds[s.colors, np.arange(n)] = 1.0
-    seeds = seeds.reshape((c, *shape_of(x)))
+    per_leaf = split_seeds(seeds, inputs, layout)
     inner = gradient_fn(engine, f, plan)
     info = started.info(f, "hessian", ("sparse hessian", strategy, s.key), outputs=False)
     info = derive.with_batched(info, True)
     with running(engine):
         if strategy == "forward-over-reverse":
-            tangents = [seeds if a else None for a in plan.active]
-            _, out = derive.jvp(engine, inner, plan.leaves, plan.active, tangents, info)
-            products = out[0]
+            it = iter(per_leaf)
+            tangents = [next(it) if a else None for a in plan.active]
+            _, products = derive.jvp(engine, inner, plan.leaves, plan.active, tangents, info)
         else:
             _, rows = derive.vjp_apply(
-                engine, inner, plan.leaves, plan.active, lambda diffs: [seeds], info
+                engine, inner, plan.leaves, plan.active, lambda diffs: per_leaf, info
             )
-            products = rows[plan.active.index(True)]
-    compressed = _concrete(started, products).reshape(c, n)  # (colors, n): H @ seed_c
+            products = [rows[u] for u in active]
+    # (read on the host: a prepared call's leaves are checked only here, under jax.jit)
+    host = [
+        None if p is None else on_host(p, started.depth, "ad.hessian", "sparse matrix")
+        for p in products
+    ]
+    compressed = joined(host, layout.sizes, c)  # (colors, n): H @ seed_c
     hess = _decompress(s, compressed)
     if dense is not None:
-        _check(started, f, s, hess, dense, position)
-    return native(engine, hess, x)
+        check_dense(started, f, s.pattern, hess, dense, layout)
+    if single(plan):
+        return native(engine, hess, inputs[0])
+    sp = _sp()
+
+    def block(i: int, j: int) -> Any:
+        r0, c0 = layout.offsets[i], layout.offsets[j]
+        piece = hess[r0 : r0 + layout.sizes[i], c0 : c0 + layout.sizes[j]]
+        return native(engine, sp.csr_array(piece), inputs[j])
+
+    return laid_out(plan, block)
 
 
-def _one_array_argument(plan: Plan) -> int:
-    """The position of the one differentiated argument, a single array (else a
-    ``UsageError`` saying what this version supports)."""
-    differentiated = [k for k, p in enumerate(plan.args) if p.kind != CONST]
-    if (
-        len(differentiated) != 1
-        or plan.args[differentiated[0]].treedef is not None
-        or sum(1 for a in plan.active if a) != 1
-    ):
-        raise UsageError(
-            "a sparse ad.hessian (sparsity=...) supports one differentiated array argument "
-            "in this version: mark the others ad.Const, or concatenate several inputs (or a "
-            "tree's leaves) into one array."
-        )
-    return differentiated[0]
-
-
-def _concrete(started: Started, value: Any = None) -> np.ndarray:
-    """``value`` (default: the differentiated argument) as numpy, or the ``UsageError``
-    of a sparse Hessian where it cannot be one (:func:`.native.on_host`)."""
-    if value is None:
-        value = started.plan.leaves[started.plan.active.index(True)]
-    return on_host(value, started.depth, "ad.hessian", "sparse matrix")
+def _refuse_traced(started: Started) -> None:
+    """The ``UsageError`` of a sparse Hessian where its leaves cannot be read on the host
+    (:func:`.native.on_host`), before anything runs."""
+    for leaf, active in zip(started.plan.leaves, started.plan.active):
+        if active:
+            on_host(leaf, started.depth, "ad.hessian", "sparse matrix")
 
 
 def _decompress(s: HessianSetup, compressed: np.ndarray) -> Any:
     p = s.pattern
     data = compressed.reshape(-1)[s.take]
     return _sp().csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
-
-
-def _check(
-    started: Started,
-    f: Callable[..., Any],
-    s: HessianSetup,
-    hess: Any,
-    dense_of: Callable[[Started, Callable[..., Any]], Any],
-    position: int,
-) -> None:
-    """``check=True``: the dense Hessian's nonzeros must lie inside the pattern, and the
-    compressed one must equal it there."""
-    d = to_numpy(dense_of(started, f)[position][position]).reshape(s.pattern.shape)
-    outside = (d != 0) & ~s.pattern.toarray()
-    if outside.any():
-        where = np.argwhere(outside)
-        first = ", ".join(f"({int(i)}, {int(j)})" for i, j in where[:5])
-        raise UsageError(
-            f"the sparsity pattern misses {len(where)} nonzero(s) of the dense Hessian of "
-            f"args[{position}] (entries {first}{', ...' if len(where) > 5 else ''}; the "
-            f"first is {d[tuple(where[0])]!r}). Pass the right pattern (sparsity='detect' "
-            "finds one; ad.sparsity(f, x, of='hessian', local=True) detects at a point)."
-        )
-    scale = max(float(np.max(np.abs(d))), 1.0) if d.size else 1.0
-    # (the compressed sums round differently from the dense products: the dtype's sqrt(eps))
-    tol = float(np.sqrt(np.finfo(d.dtype if d.dtype.kind == "f" else np.float64).eps))
-    if not np.allclose(hess.toarray(), d, rtol=tol, atol=tol * scale):
-        raise UsageError(
-            "the sparse Hessian differs from the dense one inside the pattern (an adswitch "
-            "bug: please report it)."
-        )

@@ -164,6 +164,14 @@ def _branchy(x: Any) -> Any:  # a branch on a value: no global pattern
     return x * x if x[0] > 0 else xp.roll(x, 1)
 
 
+def _tridiag_aux(x: Any) -> Any:  # has_aux: aux of arrays, an int and a string
+    return _tridiag(x), {"twice": 2.0 * x, "n": 3, "tag": "aux"}
+
+
+def _tree_out_aux(x: Any, y: Any) -> Any:  # has_aux over two arguments and a tree output
+    return _tree_out(x, y), ("aux", y[:2] * x[0])
+
+
 def _band_pattern(n: int, width: int) -> Any:
     i, j = np.indices((n, n))
     return np.abs(i - j) <= width
@@ -231,6 +239,14 @@ CASES = [
           lambda: (pos(1048, 3), pos(1049, 3)), Sparse()),
     _case("tree_both", "a tree in and a tuple of an array and a dict out", _tree_both,
           lambda: ({"W": arr(1050, 2, 3)}, pos(1051, 3)), Sparse()),
+    _case("aux", "has_aux=True: (the sparse Jacobian of y, aux as f made it)", _tridiag_aux,
+          _VEC, Sparse(columns=3, rows=3), has_aux=True),
+    _case("aux_forward", "has_aux=True, mode='forward'", _tridiag_aux, _VEC, Sparse(),
+          has_aux=True, mode="forward"),
+    _case("aux_reverse", "has_aux=True, mode='reverse'", _tridiag_aux, _VEC, Sparse(),
+          has_aux=True, mode="reverse"),
+    _case("aux_tree_output", "has_aux=True, two arguments and a tree output: blocks and aux",
+          _tree_out_aux, lambda: (pos(1052, 3), pos(1053, 3)), Sparse(), has_aux=True),
     _case("value_branch_global", "a branch on a value: global detection refuses, naming "
           "local=True", _branchy, _one(1060, 4), Sparse(), raises=UsageError),
     _case("value_branch_local", "the same branch, its pattern detected with local=True",

@@ -120,11 +120,11 @@ def verify_operator(
         parts = _parts(got.result, 2 + aux_n, "(y, tangent" + (", aux)" if aux_n else ")"))
         compared = _outputs(case, parts[0], parts[2] if aux_n else None, expected, tols)
         return compared + check_tree(label, parts[1], expected.tree, tols)
+    if case.sparse is not None:  # (csr_array blocks, densified: adswitch_conformance.checks_sparse)
+        return verify_sparse(case, args, got.result, expected, check_tree, label)
     if entry == "jacobian" and case.has_aux:
         jac, aux = _parts(got.result, 2, "(jacobian, aux)")
         return check_tree(label, jac, expected.tree, tols) + check_output(
             aux, _parts(expected.output, 2, "f to return (y, aux)")[1], tols
         )
-    if case.sparse is not None:  # (csr_array blocks, densified: adswitch_conformance.checks_sparse)
-        return verify_sparse(case, args, got.result, expected, check_tree, label)
     return check_tree(label, got.result, expected.tree, tols)

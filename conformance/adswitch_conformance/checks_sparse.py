@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .case import Case
-from .checks import Mismatch
+from .checks import Mismatch, check_output
 from .dense import Ref
 from .reference import Expected, unwrap
 from .trees import children, leaves_with_paths, rebuild
@@ -138,8 +138,16 @@ def verify_sparse(
     check_tree: Callable[[str, Any, Any, Any], int],
     label: str = "jacobian",
 ) -> int:
-    """Check a sparse case's result (``label``: ``"jacobian"`` or ``"hessian"``); returns
-    how many numbers were compared."""
+    """Check a sparse case's result (``label``: ``"jacobian"`` or ``"hessian"``; with
+    ``has_aux``, the pair ``(sparse result, aux)``, aux against ``f``'s own); returns how
+    many numbers were compared."""
+    aux_compared = 0
+    if case.has_aux:
+        if not isinstance(result, tuple) or len(result) != 2:
+            got = type(result).__name__
+            raise Mismatch(f"{label}: expected the pair (sparse {label}, aux), got a {got}")
+        result, aux = result
+        aux_compared = check_output(aux, expected.output[1], case.tol)
     blocks = [leaf for _, leaf in leaves_with_paths(result, label) if leaf is not None]
     if not blocks or not all(_is_csr(b) for b in blocks):
         kinds = sorted({type(b).__name__ for b in blocks})
@@ -151,7 +159,7 @@ def verify_sparse(
     dense = densified(result, expected.tree, len(args), single, label == "hessian")
     compared = check_tree(label, dense, expected.tree, case.tol)
     _check_colors(case, args)
-    return compared
+    return compared + aux_compared
 
 
 def _check_kinds(blocks: Sequence[Any], args: Sequence[Any]) -> None:
@@ -180,13 +188,14 @@ def _check_colors(case: Case, args: Sequence[Any]) -> None:
     import adswitch as ad
 
     spec, sparsity = case.sparse, sparse_options(case, args)["sparsity"]
-    sides: list[tuple[str, int | None, dict[str, str]]]
+    sides: list[tuple[str, int | None, dict[str, Any]]]
     if case.entry == "hessian":
         sides = [("Hessian", spec.columns, {})]
         operator = ad.hessian
     else:
-        sides = [("column", spec.columns, {"mode": "forward"})]
-        sides.append(("row", spec.rows, {"mode": "reverse"}))
+        aux = {"has_aux": case.has_aux}
+        sides = [("column", spec.columns, {"mode": "forward", **aux})]
+        sides.append(("row", spec.rows, {"mode": "reverse", **aux}))
         operator = ad.jacobian
     for side, want, mode in sides:
         if want is None:

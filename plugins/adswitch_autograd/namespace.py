@@ -18,16 +18,16 @@ is strictly inside the bounds and 0 where it is clipped or sits on a bound. ``pr
 exact at zero elements (autograd's own rule gives ``nan`` there).
 
 ``pow`` (and ``**`` on traced values inside adswitch calls) is exact for nested
-derivatives in a traced exponent, where autograd's own rule is not (see :mod:`.power`).
+derivatives in a traced exponent, where autograd's own rule is not (see :mod:`.xp.power`).
 
 This module only gathers the names; each section of the standard has its own module,
-where its functions are defined: ``xp_creation``, ``xp_dtypes`` (data types and data type
-functions), ``xp_elementwise``, ``xp_indexing``, ``xp_linear_algebra``,
-``xp_manipulation``, ``xp_searching``, ``xp_sets``, ``xp_sorting``, ``xp_statistics`` and
-``xp_utility``; constants and inspection are here. The extensions are sub-namespaces:
-``xp.linalg`` (``xp_linalg``: every function differentiated, to any order, with the
-degenerate points documented there) and ``xp.fft`` (``xp_fft``); ``xp.special``
-(``xp_special``, not the standard's) is where scipy's Array API dispatch looks for
+where its functions are defined: ``xp.creation``, ``xp.dtypes`` (data types and data type
+functions), ``xp.elementwise``, ``xp.indexing``, ``xp.linear_algebra``,
+``xp.manipulation``, ``xp.searching``, ``xp.sets``, ``xp.sorting``, ``xp.statistics`` and
+``xp.utility``; constants and inspection are here. The extensions are sub-namespaces:
+``xp.linalg`` (every function differentiated, to any order, with the
+degenerate points documented there) and ``xp.fft``; ``xp.special``
+(not the standard's) is where scipy's Array API dispatch looks for
 ``expit``, ``logit``, ``erf``... A name this namespace lacks (``xp.arccos``,
 ``xp.linalg.norm``: numpy's spellings) raises ``adswitch.numpy_names.MissingFunctionError``
 naming the standard's equivalent -- an ``UnsupportedError`` that is also an
@@ -56,21 +56,23 @@ import numpy as np
 
 from adswitch.spec import array_methods, missing_function
 
-from . import xp_fft as fft  # noqa: F401  (the standard's extensions: sub-namespaces)
-from . import xp_linalg as linalg  # noqa: F401
-from . import xp_special as special  # noqa: F401  (not the standard's: for scipy's dispatch)
-from .boxes import GuardedBox
-from .xp_creation import *  # noqa: F403
-from .xp_dtypes import *  # noqa: F403
-from .xp_elementwise import *  # noqa: F403
-from .xp_indexing import *  # noqa: F403
-from .xp_linear_algebra import *  # noqa: F403
-from .xp_manipulation import *  # noqa: F403
-from .xp_searching import *  # noqa: F403
-from .xp_sets import *  # noqa: F403
-from .xp_sorting import *  # noqa: F403
-from .xp_statistics import *  # noqa: F403
-from .xp_utility import *  # noqa: F403
+from .tracing.boxes import GuardedBox
+from .xp import (
+    fft,  # noqa: F401  (the standard's extensions: sub-namespaces)
+    linalg,  # noqa: F401
+    special,  # noqa: F401  (not the standard's: for scipy's dispatch)
+)
+from .xp.creation import *  # noqa: F403
+from .xp.dtypes import *  # noqa: F403
+from .xp.elementwise import *  # noqa: F403
+from .xp.indexing import *  # noqa: F403
+from .xp.linear_algebra import *  # noqa: F403
+from .xp.manipulation import *  # noqa: F403
+from .xp.searching import *  # noqa: F403
+from .xp.sets import *  # noqa: F403
+from .xp.sorting import *  # noqa: F403
+from .xp.statistics import *  # noqa: F403
+from .xp.utility import *  # noqa: F403
 
 __array_api_version__ = "2023.12"
 

@@ -80,7 +80,7 @@ class AutogradBackend(BackendBase):
 
     def __init__(self) -> None:
         self._loader = EngineLoader(
-            "autograd", "adswitch_autograd.engine", ("autograd",), _INSTALL_HINT
+            "autograd", "adswitch_autograd.primitives.engine", ("autograd",), _INSTALL_HINT
         )
         self._engine: ModuleType | None = None
         self._namespace: ModuleType | None = None
@@ -154,11 +154,11 @@ class AutogradBackend(BackendBase):
         leaves: Sequence[Any],
         active: Sequence[bool],
     ) -> list[Any]:
-        """A user's vjp rule as an autograd primitive (``_custom``)."""
+        """A user's vjp rule as an autograd primitive (``primitives.custom``)."""
         self._load()
-        from adswitch_autograd import _custom
+        from adswitch_autograd.primitives import custom
 
-        return _custom.custom_vjp(fn, fwd, bwd, leaves, active)
+        return custom.custom_vjp(fn, fwd, bwd, leaves, active)
 
     def custom_jvp(
         self,
@@ -167,27 +167,27 @@ class AutogradBackend(BackendBase):
         leaves: Sequence[Any],
         active: Sequence[bool],
     ) -> list[Any]:
-        """A user's jvp rule as an autograd primitive (``_custom``)."""
+        """A user's jvp rule as an autograd primitive (``primitives.custom``)."""
         self._load()
-        from adswitch_autograd import _custom
+        from adswitch_autograd.primitives import custom
 
-        return _custom.custom_jvp(fn, rule, leaves, active)
+        return custom.custom_jvp(fn, rule, leaves, active)
 
     def stop_gradient(self, value: Any) -> Any:
-        """The plain value under every box, copied (``_custom``)."""
+        """The plain value under every box, copied (``primitives.custom``)."""
         self._load()
-        from adswitch_autograd import _custom
+        from adswitch_autograd.primitives import custom
 
-        return _custom.stop_gradient(value)
+        return custom.stop_gradient(value)
 
     def checkpoint(
         self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
     ) -> list[Any]:
-        """A primitive whose rules recompute ``fn`` (``_checkpoint``)."""
+        """A primitive whose rules recompute ``fn`` (``primitives.checkpoint``)."""
         self._load()
-        from adswitch_autograd import _checkpoint
+        from adswitch_autograd.primitives import checkpoint
 
-        return _checkpoint.checkpoint(fn, leaves, active)
+        return checkpoint.checkpoint(fn, leaves, active)
 
     def to_host(self, value: Any) -> Any:
         """A box's value as numpy for host code (``adswitch.host_rules``); ``None`` for a

@@ -24,7 +24,7 @@ from adswitch_jax._captures import Walk
 from adswitch_jax._reads import reads_now
 from adswitch_jax._swaps import stable_walk, swaps
 
-__all__ = ["forget", "recall"]
+__all__ = ["forget", "memory_of", "recall"]
 
 _MAX_REMEMBERED = 256
 
@@ -142,7 +142,26 @@ class _Memory:
                 return None
         walk = Walk()
         walk.key, walk.held, walk.wide = self.key, self.held, self.wide
-        walk.roots = [memory() for memory in self.roots]  # alive: among the reads
+        walk.roots = self.roots_now()
+        lifted, slots = self._lift()
+        if lifted is None:
+            return None
+        walk.lifted, walk.slots = lifted, slots
+        return walk
+
+    def lifted_now(self) -> list[Any] | None:
+        """:meth:`revive`'s check alone: the lifted arrays read afresh, if everything read
+        is still the same objects, else ``None`` (``ValueError``: an empty cell)."""
+        for reads in self.reads:
+            if not reads.same():
+                return None
+        return self._lift()[0]
+
+    def roots_now(self) -> list[Any]:
+        """The roots of the walk (alive while :meth:`lifted_now` says they are read)."""
+        return [memory() for memory in self.roots]
+
+    def _lift(self) -> tuple[list[Any] | None, list[tuple[Any, ...]]]:
         lifted: list[Any] = [None] * len(self.lifted)
         slots: list[tuple[Any, ...]] = []
         for kind, holder, template in self.slots:
@@ -155,9 +174,8 @@ class _Memory:
             slots.append((kind, holder, template))
         for array, (shape, dtype) in zip(lifted, self.lifted):
             if array.shape != shape or array.dtype != dtype:
-                return None
-        walk.lifted, walk.slots = lifted, slots
-        return walk
+                return None, slots
+        return lifted, slots
 
 
 _memories: dict[int, _Memory] = {}
@@ -175,6 +193,13 @@ def forget(func: Any = None) -> None:
         _seen.clear()
     else:
         _memories.pop(id(func), None)
+
+
+def memory_of(func: Any) -> _Memory | None:
+    """What is remembered of ``func``'s walk (its :meth:`_Memory.revive` hands the walk
+    out again while still valid), or ``None``."""
+    memory = _memories.get(id(func))
+    return memory if memory is not None and memory.func() is func else None
 
 
 def recall(func: Any) -> Walk:

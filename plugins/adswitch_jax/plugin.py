@@ -324,6 +324,16 @@ class JaxBackend(BackendBase):
 
         return _checkpoint.checkpoint(fn, leaves, active)
 
+    def prepared_shortcut(
+        self, slot: dict[Any, Any], f: Any, leaves: Sequence[Any], active: Sequence[bool]
+    ) -> Callable[[list[Any]], Sequence[Any] | None] | None:
+        """A prepared gradient's last compiled program, run with only the checks that
+        could tell it stale (``_shortcut``)."""
+        self._load()
+        from adswitch_jax._shortcut import shortcut
+
+        return shortcut(slot, f, leaves, active)
+
     def stands_in(self, value: Any, cls: type) -> bool:
         """A jax tracer (``jax.jit``, ``vmap``, ``grad``) stands for a jax array, so a
         prepared call accepts it (``_traced``); never imports jax."""

@@ -10,30 +10,32 @@ Layers, bottom up; a module imports only from layers below it (``tests/test_laye
        ``nary`` primitives, ``defvjp`` and ``defjvp``;
     3. ``rules/``     -- the primitives with their numpy code (``primitives``), the rules'
        helpers (``helpers``: shapes, unbroadcasting, batch axes), the gradient tables
-       (``elementwise``, ``shapes``, ``linalg``, ``reductions``; non-smooth points
-       documented there) and the tangent tables (``forward_elementwise``,
-       ``forward_arrays``); the ``linalg`` factorizations and solvers with both kinds of
-       rules (``matrix_primitives``, ``matrix_solvers``, ``matrix_factorizations``;
-       ``matrix_spectra``: what is refused at repeated eigen- and singular values);
-    4. ``mutation``   -- in-place writes, recorded copy-on-write, and numpy-style views;
-       ``conversions`` -- ``int``/``float``/``np.asarray``/DLPack of a tracer: allowed
-       where no gradient is dropped, refused with the fix where one would be;
-       ``tracer``     -- the traced array: attaches operators, indexing and conversions to
-       the core's :class:`Tracer`;
+       (``elementwise``, ``shapes``, ``reductions``; non-smooth points documented
+       there) and the tangent tables (``forward_elementwise``, ``forward_arrays``);
+       ``rules/linalg/``: the matrix rules -- the products' (``products``), the ``linalg``
+       factorizations and solvers with both kinds of rules (``primitives``, ``solvers``,
+       ``factorizations``; ``spectra``: what is refused at repeated eigen- and singular
+       values);
+    4. ``array/``     -- the traced array: ``mutation`` -- in-place writes, recorded
+       copy-on-write, and numpy-style views; ``conversions`` --
+       ``int``/``float``/``np.asarray``/DLPack of a tracer: allowed where no gradient is
+       dropped, refused with the fix where one would be; ``tracer`` -- attaches
+       operators, indexing and conversions to the core's :class:`Tracer`; ``methods``
+       -- ``x.sum()`` and the like; ``interop`` -- numpy's protocols and
+       ``__array_namespace__``;
     5. ``xp/``        -- the namespace's functions by kind, with the ``linalg``,
-       ``special`` and ``fft`` extensions; ``interop`` -- numpy's protocols and
-       ``__array_namespace__``; ``namespace`` -- the Array API namespace
-       (``ad.array_namespace(traced)``), which attaches ``interop`` when imported;
+       ``special`` and ``fft`` extensions; ``namespace`` -- the Array API namespace
+       (``ad.array_namespace(traced)``), which attaches ``array.interop`` when imported;
     6. ``calls``      -- what every differentiation call does around ``f`` (trace, hand
        back, restore); ``ownership`` -- a reusable pullback's tape owns its values;
        ``engine`` -- ``value_and_grad``; ``operators`` -- ``vjp``, ``vjp_apply``, ``jvp``;
        ``custom`` -- ``ad.custom_vjp``/``ad.custom_jvp`` as tape entries (with
        ``custom_rows``: a user's rule row by row under a batched sweep);
-    7. prepared calls, recorded once and replayed without Python (``replay``, over
-       ``recordings`` -- what a prepared call keeps and checks before a replay;
-       ``recorder`` -- what one run of ``f`` did, or why it cannot be replayed;
-       ``sites`` -- which of the tape's own lines read only shapes; ``guard`` -- what
-       ``f`` reads besides its arguments (the kit's ``adswitch.closures`` walk);
+    7. ``replay/``    -- prepared calls, recorded once and replayed without Python
+       (``prepared``, over ``recordings`` -- what a prepared call keeps and checks before
+       a replay; ``recorder`` -- what one run of ``f`` did, or why it cannot be replayed;
+       ``sites`` -- which of the tape's own lines read only shapes; ``closure_guard`` --
+       what ``f`` reads besides its arguments (the kit's ``adswitch.closures`` walk);
        ``program`` -- the recorded operations as one numpy function;
        ``fused``/``kernels`` -- a gradient as one function; ``arena`` -- buffers a
        program owns; ``notices`` -- the warning);

@@ -35,10 +35,10 @@ import numpy as np
 from adswitch.errors import MutationError
 
 from . import namespace as _namespace  # noqa: F401  -- makes tracers whole (see namespace)
+from .array.mutation import setitem
+from .array.tracer import Tracer, raw
 from .core import FREE, Trace, role_text, sync
-from .mutation import setitem
 from .rules import primitives as P
-from .tracer import Tracer, raw
 
 __all__ = [
     "Traced", "TracedRun", "conform", "roots", "trace_leaves", "translate", "unwrap", "write_back",

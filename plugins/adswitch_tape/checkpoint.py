@@ -33,11 +33,11 @@ import numpy as np
 from adswitch.errors import MutationError
 from adswitch.spec import leaf_kind
 
+from .array.tracer import Tracer, raw
 from .calls import roots, trace_leaves
 from .core import BATCH, backward_many, forward
 from .recording import defjvp, defvjp_variadic, nary
 from .rules import primitives as P
-from .tracer import Tracer, raw
 
 __all__ = ["checkpoint"]
 

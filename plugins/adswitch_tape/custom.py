@@ -53,10 +53,10 @@ import numpy as np
 
 from adswitch.errors import NoForwardRuleError
 
+from .array.tracer import Tracer, raw
 from .core import BATCH, Trace, backward_many, escaped, sync
 from .custom_rows import batch_shape, cotangent, filled, per_row, stacked, unbatched
 from .recording import Prim
-from .tracer import Tracer, raw
 
 __all__ = ["NO_FORWARD", "custom_jvp", "custom_vjp", "transposing"]
 

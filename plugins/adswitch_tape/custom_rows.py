@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .array.tracer import Tracer, raw
 from .core import BATCH
-from .tracer import Tracer, raw
 
 __all__ = ["batch_shape", "cotangent", "filled", "per_row", "stacked", "unbatched"]
 

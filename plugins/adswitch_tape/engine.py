@@ -5,7 +5,7 @@ backward sweep from the loss that frees every entry as soon as it is used (the m
 of a plain numpy forward pass, no more), outputs unwrapped, gradients conformed; always
 the locks released and mutated arguments written back. The other primitives of the
 contract -- ``vjp``, ``vjp_apply``, ``jvp`` -- are in ``operators``; a prepared call's
-first run is recorded here too (``recording``), then replayed by ``replay``.
+first run is recorded here too (``recording``), then replayed by ``replay.prepared``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import numpy as np
 
 from adswitch.spec import CallInfo, LossFn
 
+from .array.tracer import Tracer, raw
 from .calls import conform, trace_leaves, translate, unwrap, write_back
 from .core import Trace, backward, sync
-from .recorder import Recording, note_nested
-from .tracer import Tracer, raw
+from .replay.recorder import Recording, note_nested
 
 __all__ = ["leaf_results", "unit_seed", "value_and_grad"]
 
@@ -33,7 +33,7 @@ def value_and_grad(
     recording: Recording | None = None,
 ) -> tuple[list[Any], list[Any | None]]:
     """Differentiate ``fn``'s loss with respect to the active leaves (see module doc);
-    with a ``recording``, ``f``'s run is recorded for replay (``replay``)."""
+    with a ``recording``, ``f``'s run is recorded for replay (``replay.prepared``)."""
     if info.depth:
         note_nested()
     # ``calls.TracedRun`` inline: as a context manager it measured 1.1-1.3 us (6%) of a

@@ -40,8 +40,8 @@ import numpy as np
 
 from adswitch.spec import MissingFunctionError, missing_function
 
-from . import interop as _interop
-from . import methods as _methods
+from .array import interop as _interop
+from .array import methods as _methods
 from .rules import primitives as P
 from .xp import fft, linalg, special
 from .xp.creation import (
@@ -249,6 +249,6 @@ UnsupportedFunctionError = MissingFunctionError
 
 
 # Tracers find this module through ``__array_namespace__``, and numpy's calls on them come
-# here (``interop``): attached now, so importing the namespace makes tracers whole.
+# here (``array.interop``): attached now, so importing the namespace makes tracers whole.
 _interop.attach(_sys.modules[__name__])
 _methods.attach(_sys.modules[__name__])  # x.sum(), x.reshape(...): the functions above

@@ -30,12 +30,12 @@ import numpy as np
 
 from adswitch.spec import CallInfo, OutputFn, SeedFn
 
+from .array.tracer import Tracer, raw
 from .calls import Traced, TracedRun, conform, roots, unwrap
 from .core import NoTangentRule, Trace, backward_many, forward
 from .custom import transposing
 from .ownership import own, owned_output
-from .recorder import Recording, note_nested
-from .tracer import Tracer, raw
+from .replay.recorder import Recording, note_nested
 
 __all__ = ["TapePullback", "jvp", "pull", "push", "results", "vjp", "vjp_apply"]
 
@@ -94,7 +94,7 @@ def vjp(
     recording: Recording | None = None,
 ) -> tuple[list[Any], TapePullback]:
     """Run ``fn`` once on traced leaves; return its concrete outputs and a reusable pullback
-    (``recording``: ``f``'s run is recorded for replay, see ``replay``)."""
+    (``recording``: ``f``'s run is recorded for replay, see ``replay.prepared``)."""
     if info.depth:
         note_nested()
     with TracedRun(leaves, active, recording) as run:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .array.tracer import Tracer
 from .core import Trace
-from .tracer import Tracer
 
 __all__ = ["own", "owned_output"]
 

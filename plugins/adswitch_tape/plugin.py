@@ -6,7 +6,7 @@ engine; the machinery is imported when a call needs it. All four primitives of t
 contract are native: ``value_and_grad`` (``engine``), ``vjp``, ``vjp_apply`` and ``jvp``
 (``operators``), batched (``Capabilities.batching``); ``jvp`` is a forward sweep of
 tangents through the recorded tape (``Capabilities.forward``, see ``operators``). Calls
-of an ``ad.prepare``-d operator are recorded once and replayed (``replay``).
+of an ``ad.prepare``-d operator are recorded once and replayed (``replay/``).
 
 Example:
     >>> import numpy as np, adswitch as ad
@@ -117,8 +117,8 @@ class TapeBackend(BackendBase):
     def is_traced(self, value: Any) -> bool:
         """Whether ``value`` carries derivatives of a running call: a tracer with history
         at some level (a fresh buffer or a value made of constants has none)."""
+        from .array.tracer import Tracer
         from .core import sync
-        from .tracer import Tracer
 
         while type(value) is Tracer:
             if value._base is not None:
@@ -132,7 +132,7 @@ class TapeBackend(BackendBase):
         """``ad.stop_gradient``'s hook: a tape array without history at any level (the
         tape's way for zero-derivative functions such as ``floor``). Reading the value
         makes a prepared call's recording refuse, so prepared calls trace every time."""
-        from .tracer import raw
+        from .array.tracer import raw
         from .xp.axes import like_inputs
 
         return like_inputs(np.array(raw(value), copy=True), True)
@@ -180,7 +180,7 @@ class TapeBackend(BackendBase):
 def _modules() -> tuple[type, Any]:
     """The tracer type and the namespace, imported on first use (not at plugin load)."""
     from . import namespace
-    from .tracer import Tracer
+    from .array.tracer import Tracer
 
     return Tracer, namespace
 
@@ -209,10 +209,10 @@ def _operators() -> Any:
 
 @functools.cache
 def _replay() -> Any:
-    """The engine's prepared calls (module ``replay``), imported on first use."""
-    from . import replay
+    """The engine's prepared calls (module ``replay.prepared``), imported on first use."""
+    from .replay import prepared
 
-    return replay
+    return prepared
 
 
 @hookimpl

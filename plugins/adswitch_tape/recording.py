@@ -8,7 +8,7 @@ unwrapped values, which records it on the lower levels in turn. ``defvjp`` fills
 table of gradient rules and ``defjvp`` that of tangent rules (the rules themselves are
 in ``rules``). Numpy arrays an entry keeps for its rules are locked read-only until the
 call ends. While a prepared call's first run is recorded for replay, each recorded
-operation also tells the trace's ``recording`` its whole arguments (``replay``).
+operation also tells the trace's ``recording`` its whole arguments (``replay/``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """``xp.linalg.det`` on torch with its derivatives right at singular matrices, where
 torch's own gradient is 0 when LU meets an exact zero pivot.
 
-Taken where torch's ``det`` is exactly 0 (elsewhere torch's rule is right: the wrapper
-returns torch's own result). The gradient of ``det`` is the cofactor matrix ``C`` (the
-adjugate's transpose), and its
-derivative ``dC[t]``, the Hessian of ``det`` applied to ``t`` (a symmetric operator, so
-the gradient rule of ``C`` is its tangent rule):
+Taken where torch's ``det`` is zero to within roundoff (``adswitch.spec.negligible_det``;
+elsewhere torch's rule is right: the wrapper returns torch's own result). The gradient
+of ``det`` is the cofactor matrix ``C`` (the adjugate's transpose), and its derivative
+``dC[t]``, the Hessian of ``det`` applied to ``t`` (a symmetric operator, so the
+gradient rule of ``C`` is its tangent rule):
 
 * well-conditioned matrices (LU's pivots within ``sqrt(eps)`` of the largest, a cheap
   test from the one LU factorization ``C`` needs): ``C = det(x) inv(x)^T`` and ``dC[t] =
@@ -29,7 +29,14 @@ import torch
 
 from adswitch.spec import well_conditioned
 
-from ._linalg_support import any_true, few, readable, refusal, refuse_if, stacked, traced
+from ._linalg_support import (
+    any_negligible_det,
+    few,
+    refusal,
+    refuse_if,
+    stacked,
+    traced,
+)
 
 __all__ = ["det"]
 
@@ -212,16 +219,18 @@ class _Det(torch.autograd.Function):
         return stacked(_Det, info, in_dims, (x,))
 
 
-def _nonzero(value: Any) -> bool:
-    """Whether no determinant is exactly 0 (read cheaply; ``False`` where unreadable):
-    torch's own rule fails only there -- an exact zero pivot -- and is right, to first
+def _regular(value: Any, x: Any) -> bool:
+    """Whether no determinant is zero to within roundoff (read cheaply; ``False`` where
+    unreadable). torch's own rule fails at an exact zero pivot and is right, to first
     and second order, at every other matrix (measured: roundoff-singular ones of ranks
-    ``n - 1`` to 1, with determinants of 1e-15 to 1e-48)."""
+    ``n - 1`` to 1, with determinants of 1e-15 to 1e-48); but whether LU meets that exact
+    zero depends on the LAPACK kernel (one CPU's 0 is another's -6.7e-16), so every
+    matrix singular to within roundoff takes the exact rule (whose third derivative
+    is refused there)."""
     values = few(value) if value.ndim == 0 else None
-    if values is not None:
-        return bool(values != 0.0)
-    found = readable(value)
-    return found is not None and any_true(found[0] == 0) is False
+    if values is not None and values == 0.0:
+        return False
+    return any_negligible_det(value, x) is False
 
 
 def det(native: Any) -> Any:
@@ -233,7 +242,7 @@ def det(native: Any) -> Any:
         value = native(x, *args, **kwargs)
         if args or kwargs or not traced(x) or not x.dtype.is_floating_point:
             return value
-        if _nonzero(value):
+        if _regular(value, x):
             return value  # torch's rule is right here
         return _Det.apply(x)  # type: ignore[no-untyped-call]
 

@@ -18,12 +18,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import array_api_compat.torch as compat_torch
 import torch
 
 from adswitch.spec import gap_factor
 from adswitch.spec import negligible as kit_negligible
+from adswitch.spec import negligible_det as kit_negligible_det
 
 from ._linalg_support import (
+    any_negligible_det,
     any_true,
     few,
     known_refusal,
@@ -98,9 +101,15 @@ def slogdet(native: Any) -> Any:
         sign, logabs = result = native(x, *args, **kwargs)
         if not traced(x) or not x.dtype.is_floating_point:
             return result
-        if _finite(logabs):
+        if _finite(logabs) and any_negligible_det(torch.exp(logabs.detach()), x) is False:
             return result  # torch's rule is right here
-        (logabs,) = _guarded(~torch.isfinite(logabs.detach()), _SLOGDET, logabs)
+        # (singular to within roundoff, not only where LU met an exact zero: which of the
+        # two a LAPACK kernel gives at a singular matrix depends on the CPU)
+        gone = torch.exp(logabs.detach())
+        bad = ~torch.isfinite(logabs.detach()) | kit_negligible_det(
+            gone, x.detach(), xp=compat_torch
+        )
+        (logabs,) = _guarded(bad, _SLOGDET, logabs)
         return type(result)((sign, logabs))
 
     return slogdet

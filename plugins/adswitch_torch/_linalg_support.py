@@ -31,11 +31,13 @@ from adswitch.spec import (
     linalg_refusal,
 )
 from adswitch.spec import negligible as kit_negligible
+from adswitch.spec import negligible_det as kit_negligible_det
 from adswitch.spec import tolerance as kit_tolerance
 
 from ._modes import traced as _carries
 
 __all__ = [
+    "any_negligible_det",
     "any_true", "clusters", "concretely", "distinct", "few", "gap_reciprocals", "guard_higher",
     "known_refusal", "negligible", "readable", "refuse_if", "refusal", "safe_reciprocal",
     "spread", "stacked", "sum_reciprocals", "tolerance", "traced",
@@ -106,6 +108,17 @@ def any_true(flag: Any) -> bool | None:
     if isinstance(flag, np.ndarray):
         return bool(flag.any())
     return concretely(flag)
+
+
+def any_negligible_det(det: Any, x: Any) -> bool | None:
+    """Whether some determinant ``det`` of the matrices ``x`` is zero to within roundoff
+    (``adswitch.spec.negligible_det``; not an exact zero, which depends on the LAPACK
+    kernel), read cheaply; ``None`` where the values cannot be read here."""
+    found, dets = readable(x), readable(det)
+    if found is None or dets is None:
+        return None
+    array, xp = found
+    return any_true(kit_negligible_det(dets[0], array, xp=xp))
 
 
 def distinct(values: Any) -> bool:

@@ -2,9 +2,9 @@
 
 :class:`Tracer` here is bare: what the core layers read (value, trace, slot, ``shape``,
 ``dtype``). Its array behaviour -- operators, indexing, conversions -- is attached by
-``adswitch_tape.tracer``, and numpy's and the Array API's protocols by
-``adswitch_tape.interop``, so this module needs nothing above it. Import the class
-from ``adswitch_tape.tracer`` outside the lower layers: importing that module is what
+``adswitch_tape.array.tracer``, and numpy's and the Array API's protocols by
+``adswitch_tape.array.interop``, so this module needs nothing above it. Import the class
+from ``adswitch_tape.array.tracer`` outside the lower layers: importing that module is what
 makes it an array.
 
 Nesting: the value of a tracer of an inner differentiation is itself a tracer of the
@@ -40,7 +40,7 @@ class Tracer:
             numpy returns views for them -- the tracer it views, ``(derive, put)`` (how
             to read the view from the base, how to write it back), and the base's value
             when the view was last read: writes go through to the base, and reads see
-            the base's later writes, as with numpy views (see ``mutation``).
+            the base's later writes, as with numpy views (see ``array.mutation``).
     """
 
     __slots__ = ("_base", "_idx", "_seen", "_trace", "_value", "_view")

@@ -3,26 +3,18 @@
 ``primitives`` defines every primitive (its numpy code, what its tape entries keep;
 ``indexing`` holds the indexing primitives' code and what they know of keys);
 ``helpers`` holds what the rules share (shapes, ``unbroadcast``, ``expand``, ``align``,
-the batch axes); the tables ``elementwise``, ``shapes``, ``linalg`` and ``reductions``
-give each primitive its gradient rules with ``defvjp``, ``forward_elementwise`` and
-``forward_arrays`` its tangent rule with ``defjvp``; ``matrix_primitives`` holds the
-``linalg`` factorizations and solvers, ``matrix_solvers`` and ``matrix_factorizations``
-both kinds of their rules. Importing any module of this
-package registers every rule.
+the batch axes); the tables ``elementwise``, ``shapes`` and ``reductions`` give each
+primitive its gradient rules with ``defvjp``, ``forward_elementwise`` and
+``forward_arrays`` its tangent rule with ``defjvp``; ``linalg/`` holds the matrix rules
+(``products``: the matrix products' gradient rules; ``primitives``: the ``linalg``
+factorizations and solvers, ``solvers`` and ``factorizations`` both kinds of their
+rules). Importing any module of this package registers every rule.
 """
 
-from . import (
-    elementwise,
-    forward_arrays,
-    forward_elementwise,
-    linalg,
-    matrix_factorizations,
-    matrix_solvers,
-    reductions,
-    shapes,
-)
+from . import elementwise, forward_arrays, forward_elementwise, reductions, shapes
+from .linalg import factorizations, products, solvers
 
 __all__ = [
-    "elementwise", "forward_arrays", "forward_elementwise", "linalg", "matrix_factorizations",
-    "matrix_solvers", "reductions", "shapes",
+    "elementwise", "factorizations", "forward_arrays", "forward_elementwise", "products",
+    "reductions", "shapes", "solvers",
 ]  # fmt: skip

@@ -1,7 +1,7 @@
 """The primitives: every differentiable operation the tape records, with its numpy code.
 
 Everything else in the namespace is composed of these. Their gradient rules are in the
-tables beside this module (``elementwise``, ``shapes``, ``linalg``, ``reductions``); their
+tables beside this module (``elementwise``, ``shapes``, ``reductions``, ``linalg/``); their
 Array API signatures (defaults, validation) in the namespace (``adswitch_tape.xp``).
 Each primitive's ``keep_*`` flags say what its rules read; ``tests/test_tape_rules.py``
 checks them against the rules.

@@ -13,8 +13,8 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 
-from ..conversions import carries_gradient, constant
-from ..tracer import Tracer, raw
+from ..array.conversions import carries_gradient, constant
+from ..array.tracer import Tracer, raw
 
 __all__ = ["axes_of", "constants_only", "count", "like_inputs", "ndim_of", "unwrapped"]
 

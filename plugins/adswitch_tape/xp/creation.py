@@ -18,11 +18,11 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 
-from ..conversions import carries_gradient, constant
+from ..array.conversions import carries_gradient, constant
+from ..array.mutation import holds_tracer
+from ..array.tracer import Tracer, raw
 from ..core import FREE
-from ..mutation import holds_tracer
 from ..rules import primitives as P
-from ..tracer import Tracer, raw
 from .shapes import stack
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The factorizations and solvers of ``xp.linalg``, differentiated (part of ``xp/linalg``).
 
-On traced arrays they record the primitives of ``rules.matrix_primitives`` (whose rules,
-in ``rules.matrix_solvers`` and ``rules.matrix_factorizations``, say how each handles
+On traced arrays they record the primitives of ``rules.linalg.primitives`` (whose rules,
+in ``rules.linalg.solvers`` and ``rules.linalg.factorizations``, say how each handles
 degeneracy); on constants they are numpy's. Results with several parts are named tuples
 with the standard's field names. What differs from numpy, and why:
 
@@ -28,10 +28,10 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 
-from ..conversions import carries_gradient
-from ..rules import matrix_primitives as M
+from ..array.conversions import carries_gradient
+from ..array.tracer import raw
 from ..rules import primitives as P
-from ..tracer import raw
+from ..rules.linalg import primitives as M
 from .axes import constants_only, like_inputs, ndim_of
 
 __all__ = [

@@ -12,7 +12,7 @@ import numpy as np
 
 from adswitch.spec import FInfo, IInfo, numpy_finfo, numpy_iinfo
 
-from ..tracer import Tracer, raw
+from ..array.tracer import Tracer, raw
 
 __all__ = [
     "FInfo", "IInfo", "__array_namespace_info__", "can_cast", "finfo", "iinfo", "isdtype",

@@ -17,9 +17,9 @@ import numpy as np
 
 from adswitch.errors import UnsupportedError
 
-from ..conversions import carries_gradient
+from ..array.conversions import carries_gradient
+from ..array.tracer import Tracer, raw
 from ..rules import primitives as P
-from ..tracer import Tracer, raw
 from .axes import like_inputs, unwrapped
 
 __all__ = [

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..conversions import constant
-from ..tracer import raw
+from ..array.conversions import constant
+from ..array.tracer import raw
 from .axes import axes_of, ndim_of
 from .axes import constants_only as _constants_only
 from .indexing import roll

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..array.tracer import Tracer, raw
 from ..rules import primitives as P
-from ..tracer import Tracer, raw
 from .axes import axes_of, like_inputs, ndim_of
 from .shapes import concat
 from .ties import share_ties

@@ -11,10 +11,10 @@ or zero singular values are refused. ``matrix_power`` with ``n < 0`` is a power 
 ``matrix_rank`` has a zero derivative. The factorizations and solvers (``cholesky``,
 ``det``, ``eigh``, ``eigvalsh``, ``inv``, ``pinv``, ``qr``, ``slogdet``, ``solve``,
 ``svd``, ``svdvals``) are primitives with rules of their own (``xp/decompositions.py``;
-how each handles singular matrices and repeated eigenvalues: ``rules/matrix_solvers.py``,
-``rules/matrix_factorizations.py``; at a repeated eigenvalue or singular value,
+how each handles singular matrices and repeated eigenvalues: ``rules/linalg/solvers.py``,
+``rules/linalg/factorizations.py``; at a repeated eigenvalue or singular value,
 functions of the eigen-/singular vectors are refused, symmetric functions of the values
-keep their first derivative: ``rules/matrix_spectra.py``). Part of the namespace.
+keep their first derivative: ``rules/linalg/spectra.py``). Part of the namespace.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import numpy as np
 
 from adswitch.spec import missing_function
 
-from ..conversions import carries_gradient
+from ..array.conversions import carries_gradient
+from ..array.tracer import Tracer, raw
 from ..rules import primitives as P
-from ..rules.matrix_helpers import tolerance
-from ..tracer import Tracer, raw
+from ..rules.linalg.helpers import tolerance
 from .axes import axes_of, constants_only, like_inputs, ndim_of
 from .decompositions import (
     cholesky,

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ..array.tracer import raw
 from ..rules import primitives as P
-from ..tracer import raw
 from .axes import axes_of, count, ndim_of
 from .elementwise import conj
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..tracer import Tracer, raw
+from ..array.tracer import Tracer, raw
 from .axes import like_inputs
 
 __all__ = [

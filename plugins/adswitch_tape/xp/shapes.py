@@ -1,7 +1,7 @@
 """Array API shape manipulation for the tape: reshape, transpose, broadcast, join, split.
 
 Where numpy returns a view (``reshape``, ``permute_dims``, ``flip``...), so does this
-(see ``mutation``). Part of the namespace.
+(see ``array.mutation``). Part of the namespace.
 """
 
 from __future__ import annotations
@@ -12,9 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from ..mutation import broadcast_view, flipped_view, permuted_view, reshaped_view, transposed_view
+from ..array.mutation import (
+    broadcast_view,
+    flipped_view,
+    permuted_view,
+    reshaped_view,
+    transposed_view,
+)
+from ..array.tracer import raw
 from ..rules import primitives as P
-from ..tracer import raw
 from .axes import axes_of, ndim_of
 
 __all__ = [

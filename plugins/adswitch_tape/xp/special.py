@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ..array.tracer import Tracer, raw
 from ..rules import primitives as P
-from ..tracer import Tracer, raw
 from .elementwise import where
 
 __all__ = ["cosm1", "exp2", "exp10", "expit", "logit"]

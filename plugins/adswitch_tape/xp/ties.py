@@ -19,8 +19,8 @@ import numpy as np
 
 from adswitch.spec import tied_runs
 
+from ..array.tracer import raw
 from ..rules import primitives as P
-from ..tracer import raw
 
 __all__ = ["share_ties"]
 
