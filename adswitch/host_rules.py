@@ -89,10 +89,13 @@ def _host_leaves(
 
 
 NESTED = (
-    "a derivative of host code's derivative was asked (a Hessian, a nested derivative, "
-    "or a forward mode built from the reverse one): host code is numpy, so its derivative "
-    "is not differentiable again. Take only first derivatives through a host rule, or "
-    "write the rule's bwd with xp operations (host=False)."
+    "its values cannot be handed to numpy: either a derivative of host code's derivative "
+    "was asked (a Hessian, a nested derivative, or a forward mode built from the reverse "
+    "one) -- host code is numpy, so its derivative is not differentiable again: take only "
+    "first derivatives through a host rule, or write the rule's bwd with xp operations "
+    "(host=False) -- or the call runs inside a batching transform (torch.func.vmap), "
+    "whose batched values numpy cannot hold: call adswitch outside the transform and "
+    "batch there."
 )
 
 

@@ -463,6 +463,21 @@ class Backend(Protocol):
       transform stages the call, so the engine should run it inline. Without the hook, a
       prepared call refuses such values (``PreparationError``).
 
+    Optional hook for prepared calls (``ad.prepare``; see ``adswitch.shortcut``):
+
+    - ``prepared_shortcut(slot, f, leaves, active) -> run | None``: asked after a full
+      call of a prepared ``ad.gradient`` whose arguments are plain or ``Const`` arrays
+      (or flat dicts of them), untied, with no Python scalars. ``slot`` is the prepared
+      call's engine slot as that call left it (``CallInfo.prepared``), ``leaves`` and
+      ``active`` that call's. ``run(leaves) -> gradients of the active leaves`` (in
+      order) is then called instead of the full path on later calls whose wrappers, dict
+      keys and leaf types are the same and whose leaves are distinct objects; it returns
+      ``None`` wherever it cannot tell that the full path would run the same program on
+      them (something ``f`` reads changed, a transform is tracing, another shape): the
+      full path then runs. The front end keeps a shortcut only if its first run gives
+      the full call's results exactly. jax implements it (its compiled program); an
+      engine that runs ``f`` on every call gains little from it.
+
     Optional hook for sparse results (``ad.jacobian``/``ad.hessian`` with ``sparsity=``;
     see ``adswitch.sparse.native``):
 

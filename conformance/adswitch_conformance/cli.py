@@ -44,11 +44,12 @@ expect a PreparationError there. --prepared both runs each case both ways (a
 column per engine and mode) and lists where the outcomes differ.
 
 runs under a transform (--under jit|vmap): each case's call is made inside the
-engine's own jax.jit, or jax.vmap over two stacked copies of its array inputs
-(each row checked), on the engines that declare it (Capabilities.under); a case
-that cannot run there (an expected error, Duplicated or Python-scalar arguments,
-in-place writes, a sparse Jacobian, a non-array result, Python branching on a
-traced input) is skipped, with the reason in the report.
+engine's own compiler (jax.jit), or vectorising map (jax.vmap, torch.func.vmap)
+over two stacked copies of its array inputs (each row checked), on the engines that
+declare it (Capabilities.under); a case that cannot run there (an expected error,
+Duplicated or Python-scalar arguments, in-place writes, a sparse Jacobian, a
+non-array result, Python branching on a traced input) is skipped, with the reason
+in the report; a clear UnsupportedError raised only there counts as unsupported.
 
 {LEGEND}
 
@@ -88,8 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--under",
         choices=UNDER,
-        help="make each call inside the engine's own transform (jax.jit, or jax.vmap over "
-        "2 stacked copies of the inputs); only engines declaring it (Capabilities.under)",
+        help="make each call inside the engine's own transform (jax.jit; jax.vmap or "
+        "torch.func.vmap over 2 stacked copies of the inputs); only engines declaring it "
+        "(Capabilities.under)",
     )
     return parser
 

@@ -127,8 +127,9 @@ def run_case(
         preparer: how to prepare the entry in :data:`PREPARED` mode (default:
             ``ad.prepare``); ``caller`` then still makes the adjoint check's other side.
         under: ``"jit"`` or ``"vmap"``: the plain calls made inside that transform of the
-            engine's (:mod:`adswitch_conformance.under`; the record's mode is its name,
-            a case that cannot run there is ``"skipped"``).
+            engine's (jax: ``jax.jit``/``jax.vmap``; torch: ``torch.func.vmap``;
+            :mod:`adswitch_conformance.under`; the record's mode is its name, a case
+            that cannot run there is ``"skipped"``).
 
     Returns:
         The :class:`Record`.
@@ -149,7 +150,7 @@ def run_case(
     warnings.simplefilter("always")
     try:
         if under is not None:
-            from .under import run_under  # (jax imported only for this mode)
+            from .under import run_under  # (an engine's adapter imported only for this mode)
 
             mode = under
             notes = run_under(

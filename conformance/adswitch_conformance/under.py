@@ -1,51 +1,64 @@
 """The runner's ``--under`` mode: each case's adswitch call made inside one of the
-engine's own transforms (``"jit"``: ``jax.jit``; ``"vmap"``: ``jax.vmap`` over a batch of
-two stacked copies of the inputs, each row checked), with the plain mode's checks.
+engine's own transforms, with the plain mode's checks -- ``"jit"``: the engine's
+compiler; ``"vmap"``: its vectorising map over a batch of two stacked copies of the
+inputs, each row checked (two rows that differ are WRONG).
+
+This module is the engine-neutral part: which cases can run under a transform, how
+a case's arguments split into the transform's inputs, and how the outcome is judged.
+What a transform is belongs to one small adapter per engine, imported only when that
+engine is run (:mod:`~adswitch_conformance.under_jax`: ``jax.jit``, ``jax.vmap``;
+:mod:`~adswitch_conformance.under_torch`: ``torch.func.vmap``). An adapter is a module
+with ``KINDS`` (the transforms it knows) and ``call(kind, inner, arrays)``: the result
+of ``inner(*arrays)`` made inside the transform (the arrays stacked twice for
+``"vmap"``), back as numpy as the plain call gives it, a ``vjp``'s pullback called
+inside the transform too; it raises :class:`Skip` where the case's own code cannot
+run traced, and :class:`RowMismatch`.
 
 The case's floating numpy arrays (plain or inside ``Const``, in tuples, lists and dicts)
 become the transform's inputs, tied arrays one input; everything else is closed over as
-it is. A case that cannot run under the transform is **skipped**, with the reason: it
-expects an error, an engine declares no such transform (``Capabilities.under``), an
-argument is ``Duplicated`` (written in place) or a Python scalar (its gradient is a
-Python float, which a traced call cannot give), arrays overlap without being the same,
-the case writes in place (``mutation``: with traced inputs ``f`` has jax's rebinding
-semantics, not numpy's views) or is a sparse Jacobian (its colouring runs on the host),
-the case's own function branches in Python on a traced value, or a result is no jax
-type (a string aux). A failure anywhere else (adswitch's own code) stays an ERROR.
-A refusal decided on values inside the program (a linear-algebra rule's host check)
-reaches the caller of ``jax.jit`` as jax's ``JaxRuntimeError`` carrying adswitch's
-``UnsupportedError`` text: it is judged as that ``UnsupportedError``.
-Results come back as numpy, as the plain call gives them; a ``vjp``'s pullback leaves
-the transform (it is a jax pytree) and is called inside ``jax.jit`` / ``jax.vmap`` too.
+it is (a ``jvp``'s tangents too). A case that cannot run under the transform is
+**skipped**, with the reason: it expects an error, an engine declares no such transform
+(``Capabilities.under``) or the harness has no adapter for it, an argument is
+``Duplicated`` (written in place) or a Python scalar (its gradient is a Python float,
+which a traced call cannot give), arrays overlap without being the same, the case writes
+in place (``mutation``: the transform's inputs are no views of the case's arrays) or is
+a sparse Jacobian (its colouring runs on the host), the case's own function needs a
+concrete value of a traced input (a Python branch, ``float(x)``), or a result is no type
+the transform can return (jax: a string aux). A failure anywhere else (adswitch's own
+code, a raw engine error) stays an ERROR; a clear ``UnsupportedError`` raised only under
+the transform (what adswitch cannot do there, said with its fix) is ``unsupported``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import re
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from .attempt import WRONG, Verdict
+from . import trees
+from .attempt import UNSUPPORTED, WRONG, Verdict, describe
 from .capabilities import composes
 from .case import Case
 from .entries import Caller
 
-__all__ = ["SKIPPED", "UNDER", "RowMismatch", "Skip", "run_under", "under_caller"]
+__all__ = [
+    "SKIPPED",
+    "UNDER",
+    "RowMismatch",
+    "Skip",
+    "chain",
+    "raised_in_case",
+    "run_under",
+    "same_rows",
+    "under_caller",
+]
 
 UNDER = ("jit", "vmap")
 SKIPPED = "skipped"
-_UNTRACEABLE = (
-    "ConcretizationTypeError",
-    "TracerBoolConversionError",
-    "TracerIntegerConversionError",
-    "TracerArrayConversionError",
-)
-_REFUSAL = re.compile(
-    r"UnsupportedError: (?:<<adswitch-linalg>>)?(.*?)(?:<<adswitch-linalg>>|$)", re.S
-)
+# The adapter module of each engine whose transforms the harness knows.
+_ADAPTERS = {"jax": "under_jax", "torch": "under_torch"}
 
 
 class Skip(Exception):
@@ -86,9 +99,21 @@ def _split(value: Any, arrays: list[Any], const: bool) -> Any:
         return ad.Const(_split(value.val, arrays, True))
     if isinstance(value, ad.Duplicated):
         raise Skip("a Duplicated argument: its shadow is written in place")
-    if not const and isinstance(value, (float, complex, np.floating, np.complexfloating)):
+    if not const and _is_scalar(value):
         raise Skip("a Python or numpy scalar argument: its gradient is a scalar")
+    # Another container (a dataclass, a registered type) is closed over whole, but a
+    # scalar in it is still differentiated: its gradient would be a traced value.
+    if (
+        not const
+        and trees.children(value) is not None
+        and any(map(_is_scalar, trees.leaves(value)))
+    ):
+        raise Skip("a Python or numpy scalar in an argument: its gradient is a scalar")
     return value
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (float, complex, np.floating, np.complexfloating))
 
 
 def _join(template: Any, values: Any) -> Any:
@@ -105,124 +130,59 @@ def _join(template: Any, values: Any) -> Any:
     return template
 
 
-def _host(result: Any, convert: Callable[[Any], Any]) -> Any:
-    """``result`` with jax arrays as numpy and a pullback wrapped by ``convert``."""
-    import jax
-
-    import adswitch as ad
-
-    def one(leaf: Any) -> Any:
-        if isinstance(leaf, ad.Pullback):
-            return convert(leaf)
-        return np.array(leaf) if isinstance(leaf, jax.Array) else leaf
-
-    return jax.tree_util.tree_map(one, result, is_leaf=lambda v: isinstance(v, ad.Pullback))
+def same_rows(first: np.ndarray, second: np.ndarray) -> None:
+    """Raise :class:`RowMismatch` unless the rows of two identical inputs agree (to the
+    rounding a batched kernel may add)."""
+    if not np.allclose(first, second, rtol=1e-6, atol=0.0, equal_nan=True):
+        raise RowMismatch(f"rows of identical inputs differ: {first} vs {second}")
 
 
-def _rows(batched: Any) -> Any:
-    """Row 0 of a batched result, after checking that row 1 equals it (a pullback stays
-    batched: :class:`_Pulled` calls it inside ``vmap``)."""
-    import jax
-
-    import adswitch as ad
-
-    def row(leaf: Any) -> Any:
-        if not isinstance(leaf, jax.Array):
-            return leaf
-        first, second = np.asarray(leaf[0]), np.asarray(leaf[1])
-        if not np.allclose(first, second, rtol=1e-6, atol=0.0, equal_nan=True):
-            raise RowMismatch(f"rows of identical inputs differ: {first} vs {second}")
-        return leaf[0]
-
-    return jax.tree_util.tree_map(row, batched, is_leaf=lambda v: isinstance(v, ad.Pullback))
-
-
-class _Pulled:
-    """A pullback that left the transform, called inside it again (``jit``: in a new
-    ``jax.jit``; ``vmap``: ``jax.vmap`` over the batched pullback and stacked copies of
-    the cotangent), its results as numpy."""
-
-    def __init__(self, pullback: Any, kind: str, wide: bool) -> None:
-        self.pullback, self.kind, self.wide = pullback, kind, wide
-
-    def __call__(self, cotangent: Any) -> Any:
-        import jax
-
-        def run() -> Any:
-            if self.kind == "jit":
-                return jax.jit(lambda p, u: p(u))(self.pullback, cotangent)
-            stacked = jax.tree_util.tree_map(lambda u: np.stack([u, u]), cotangent)
-            return _rows(jax.vmap(lambda p, u: p(u))(self.pullback, stacked))
-
-        return _host(_judged(run, self.wide), lambda p: p)
-
-
-def _judged(run: Callable[[], Any], wide: bool) -> Any:
-    """``run()`` (in 64-bit mode when ``wide``), its exceptions as the harness judges
-    them: :class:`Skip` for what the case cannot do traced, a host refusal as the
-    ``UnsupportedError`` it carries."""
-    import jax
-
-    from adswitch.errors import UnsupportedError
-
-    try:
-        with jax.enable_x64(True) if wide else contextlib.nullcontext():
-            return run()
-    except Exception as exc:
-        reason = _untraceable(exc)
-        if reason is not None:
-            raise Skip(reason) from exc
-        refused = _REFUSAL.search(str(exc))
-        if isinstance(exc, jax.errors.JaxRuntimeError) and refused is not None:
-            raise UnsupportedError(refused.group(1).strip()) from exc
-        raise
-
-
-def _untraceable(exc: BaseException) -> str | None:
-    """Why ``exc`` says the case's own code cannot run traced, or ``None`` (a failure of
-    adswitch's code, or any other, is no reason to skip)."""
+def chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and its causes and contexts, each once."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        name = type(current).__name__
-        text = str(current)
-        if name in _UNTRACEABLE and _raised_in_case(current):
-            return "the case's function needs a concrete value of a traced input"
-        if isinstance(current, TypeError) and "not a valid JAX type" in text:
-            return "a result (aux or output) is not a jax type"
+        yield current
         current = current.__cause__ or current.__context__
-    return None
 
 
-def _raised_in_case(exc: BaseException) -> bool:
-    """Whether the last frame outside jax that led to ``exc`` is a case's own code."""
+def raised_in_case(exc: BaseException, engine_dirs: tuple[str, ...]) -> bool:
+    """Whether the last frame outside the engine (files under one of ``engine_dirs``,
+    e.g. ``"/jax/"``) that led to ``exc`` is a case's own code (the catalogue's, a
+    test's) -- not adswitch's front end or engine plugins."""
     last = ""
     tb = exc.__traceback__
-    for frame in _frames(tb):
-        name = frame.replace("\\", "/")
-        if "/jax/" not in name and "/jaxlib/" not in name:
-            last = name
-    return "adswitch_conformance" in last
-
-
-def _frames(tb: Any) -> Iterator[str]:
     while tb is not None:
-        yield tb.tb_frame.f_code.co_filename
+        name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+        if not any(d in name for d in engine_dirs):
+            last = name
         tb = tb.tb_next
+    folders = last.split("/")[:-1]
+    ours = [f for f in folders if f == "adswitch" or f.startswith("adswitch_")]
+    return bool(last) and all(f == "adswitch_conformance" for f in ours)
+
+
+def _adapter(backend: str) -> Any:
+    """The adapter module for ``backend``'s transforms; raises :class:`Skip`."""
+    name = _ADAPTERS.get(backend)
+    if name is None:
+        known = ", ".join(sorted(_ADAPTERS))
+        raise Skip(f"the harness knows no transforms of {backend!r} (adapters: {known})")
+    return importlib.import_module(f"{__package__}.{name}")
 
 
 def under_caller(kind: str, caller: Caller) -> Caller:
     """A :data:`~adswitch_conformance.entries.Caller` making ``caller``'s call inside
-    ``jax.jit`` (``kind="jit"``) or ``jax.vmap`` (``"vmap"``); raises :class:`Skip`.
+    the engine's transform ``kind`` (``"jit"``, ``"vmap"``); raises :class:`Skip`.
 
     Example:
         >>> import adswitch as ad, numpy as np
         >>> from adswitch_conformance.entries import ad_caller
         >>> def f(x):
         ...     return ad.array_namespace(x).sum(x * x)
-        >>> call = under_caller("jit", ad_caller)
-        >>> call("gradient", f, (np.array([1.0, 3.0]),), "jax", True)[0].tolist()
+        >>> call = under_caller("vmap", ad_caller)
+        >>> call("gradient", f, (np.array([1.0, 3.0]),), "torch", True)[0].tolist()
         [2.0, 6.0]
     """
 
@@ -234,36 +194,24 @@ def under_caller(kind: str, caller: Caller) -> Caller:
         zero: bool,
         **o: Any,
     ) -> Any:
-        import jax
-
+        adapter = _adapter(backend)
+        if kind not in adapter.KINDS:
+            raise Skip(f"the harness runs {backend!r} under {', '.join(adapter.KINDS)} only")
         arrays: list[Any] = []
         template = _split(args, arrays, False)
         if not arrays:
             raise Skip("no floating array among the inputs")
-        wide = any(a.dtype.itemsize >= 8 for a in arrays)
 
         def inner(*values: Any) -> Any:
             return caller(entry, fn, _join(template, values), backend, zero, **o)
 
-        def run() -> Any:
-            if kind == "jit":
-                return jax.jit(inner)(*arrays)
-            return _rows(jax.vmap(inner)(*[np.stack([a, a]) for a in arrays]))
-
-        return _host(_judged(run, wide), lambda p: _Pulled(p, kind, wide))
+        return adapter.call(kind, inner, arrays)
 
     return call
 
 
 def _found(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kind):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    return next((e for e in chain(exc) if isinstance(e, kind)), None)
 
 
 def run_under(
@@ -276,12 +224,14 @@ def run_under(
     """Run ``case`` as ``run_plain`` runs it, through ``caller`` made inside the
     transform ``kind``; return the notes or raise the
     :class:`~adswitch_conformance.attempt.Verdict` (:data:`SKIPPED` with the reason)."""
+    from adswitch.errors import UnsupportedError
+
     if not composes(caps, kind):
         raise Verdict(SKIPPED, f"the engine declares no under={kind!r}")
     if case.raises is not None:
         raise Verdict(SKIPPED, f"expects {case.raises.__name__} (error cases run plain)")
     if case.family == "mutation":
-        raise Verdict(SKIPPED, "in-place writes: traced inputs have jax's semantics")
+        raise Verdict(SKIPPED, "in-place writes: the transform's inputs are no numpy views")
     if getattr(case, "sparse", None) is not None:
         raise Verdict(SKIPPED, "a sparse Jacobian: its colouring runs on the host")
     try:
@@ -293,4 +243,8 @@ def run_under(
         rows = _found(verdict, RowMismatch)
         if rows is not None:
             raise Verdict(WRONG, f"under vmap: {rows}") from verdict
+        refused = _found(verdict, UnsupportedError)
+        if refused is not None and verdict.outcome != WRONG:
+            # adswitch's clear refusal of what it cannot do inside the transform
+            raise Verdict(UNSUPPORTED, f"under {kind}: {describe(refused)}") from verdict
         raise

@@ -21,7 +21,7 @@ import weakref
 from typing import Any
 
 from adswitch_jax._captures import Walk
-from adswitch_jax._reads import reads_now
+from adswitch_jax._reads import MISSING, known_names
 from adswitch_jax._swaps import stable_walk, swaps
 
 __all__ = ["forget", "memory_of", "recall"]
@@ -78,10 +78,12 @@ class _Reads:
     ``_PLAIN`` (the most of them) held and compared by identity in one C-level pass, the
     others (arrays, functions, objects, tuples) through their weak memories."""
 
-    __slots__ = ("fn", "others", "plain")
+    __slots__ = ("fn", "names", "others", "plain")
 
     def __init__(self, fn: types.FunctionType, reads: list[Any]) -> None:
         self.fn = weakref.ref(fn)
+        # (the code is among the reads: while it is the same, so are the names it reads)
+        self.names = known_names(fn.__code__)
         self.plain: list[Any] = []
         self.others: list[tuple[int, Any]] = []
         for i, value in enumerate(reads):
@@ -95,14 +97,21 @@ class _Reads:
         fn = self.fn()
         if fn is None:
             return False
-        now = reads_now(fn)  # ValueError: an empty cell
-        if len(now) != len(self.plain):
+        # ``reads_now(fn)``, inline (the hot path of every cached and prepared call)
+        now: list[Any] = [fn.__code__, fn.__defaults__, fn.__kwdefaults__]
+        closure = fn.__closure__
+        if closure:
+            now += [cell.cell_contents for cell in closure]  # ValueError: an empty cell
+        get = fn.__globals__.get
+        now += [get(name, MISSING) for name in self.names]
+        plain = self.plain
+        if len(now) != len(plain) or now[0] is not plain[0]:
             return False
         for i, memory in self.others:
             if not _same(memory, now[i]):
                 return False
             now[i] = _OTHER
-        return all(map(operator.is_, now, self.plain))
+        return all(map(operator.is_, now, plain))
 
 
 def _lifted(template: Any, value: Any, out: list[Any]) -> None:

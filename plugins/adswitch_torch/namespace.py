@@ -234,6 +234,16 @@ def _build() -> types.ModuleType:
         result = exact(x1, x2)
         return compat.pow(x1, x2) if result is NotImplemented else result
 
+    def sign(x: Any, /) -> Any:
+        """``xp.sign`` without array-api-compat's write of nan through a boolean mask,
+        which ``torch.func.vmap`` cannot batch (a raw ``RuntimeError`` there)."""
+        if x.dtype.is_complex:
+            return torch.where(x == 0, torch.zeros_like(x), x / torch.abs(x))
+        out = torch.sign(x)
+        if x.dtype.is_floating_point:
+            return torch.where(torch.isnan(x), torch.full_like(out, float("nan")), out)
+        return out
+
     ns = types.ModuleType("adswitch_torch.xp", __doc__)
     ns.__dict__.update(
         (k, v) for k, v in vars(compat).items() if not k.startswith("__") or k == "__all__"
@@ -243,6 +253,7 @@ def _build() -> types.ModuleType:
         "full": full,
         "arange": arange,
         "pow": pow,
+        "sign": sign,
         "linalg": linalg_namespace(compat_linalg),
     }
     for name in ("zeros", "ones", "empty", "eye", "linspace"):

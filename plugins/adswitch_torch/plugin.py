@@ -58,7 +58,9 @@ inputs than outputs: measured 0.70-0.82x torch.func's best on the tall Jacobian,
 would otherwise compute Hessian-vector products and Hessians forward-over-reverse, and on
 torch that is the slower choice -- measured against reverse-over-reverse, 1.4x for the mlp
 workload's ``H v`` and 3.3x for a 50 x 50 Hessian (a batch of tangents has no forward AD
-of its own in torch).
+of its own in torch). ``under=("vmap",)``: an adswitch call runs inside the caller's
+``torch.func.vmap`` (``adswitch conformance --under vmap`` checks it); ``torch.compile``
+is not declared (the suite does not run it: each case would compile anew).
 
 Modules (``modules``): parameters are leaves. A trainable parameter's default
 ``Duplicated`` shadow is its ``.grad`` (``_grads``), so ``ad.Duplicated(model)`` feeds
@@ -194,6 +196,7 @@ class TorchBackend(BackendBase):
         second_order="reverse-over-reverse",
         extensions=("linalg", "fft"),
         batched_rules=True,
+        under=("vmap",),
     )
     array_modules: tuple[str, ...] = ("torch",)
 
