@@ -209,7 +209,11 @@ class Prepared:
         simple = plan.untied and not plan.has_duplicated
         self._simple = tuple([(p.kind, p.treedef) for p in plan.args]) if simple else None
         self._shortcut: Shortcut | None = None
-        self._shortcut_tries = 0 if name == "gradient" and simple and not self._depth else None
+        # (operators whose arguments are the primals alone and whose results are arrays)
+        shortcuts = name in ("gradient", "withgradient") or (
+            name in ("jacobian", "hessian") and kwargs.get("sparsity") is None
+        )
+        self._shortcut_tries = 0 if shortcuts and simple and not self._depth else None
 
     @outside_compilers
     def __call__(self, *args: Any) -> Any:
@@ -221,6 +225,27 @@ class Prepared:
             if fast is not None:
                 return fast
             self._shortcut = None  # something changed: the full path, then maybe again
+        result = self._full(args)
+        tries = self._shortcut_tries
+        if tries is not None and tries < _SHORTCUT_TRIES and not selection.current_calls.get():
+            self._shortcut_tries = tries + 1
+            self._shortcut = self._make_shortcut(args, result)
+        return result
+
+    def _make_shortcut(self, args: tuple[Any, ...], result: Any) -> Shortcut | None:
+        """A shortcut for calls like this one (``adswitch.shortcut``), or ``None``."""
+        try:
+            plan, reordered = self._rebind(args)
+        except PreparationError:
+            return None
+        if reordered is not False:  # traced stand-ins, or dicts in another key order
+            return None
+        return make_shortcut(
+            self._engine, self._slot, self._f, plan, args, result, lambda a: self._full(a)
+        )
+
+    def _full(self, args: Sequence[Any]) -> Any:
+        """The call's full path: rebound to the prepared plan, run, results placed."""
         name, kw = self._name, self._kwargs
         tangents: Any = None
         if name == "derivative":
@@ -232,7 +257,7 @@ class Prepared:
                 raise UsageError(f"a prepared ad.{name} takes (primals, tangents).")
             primals, tangents = tuple(args[0]), args[1]
         else:
-            primals = args
+            primals = tuple(args)
         plan, reordered = self._rebind(primals)
         if reordered is None:  # traced stand-ins: the engine's transform stages the call
             slot, memo = None, None
@@ -242,15 +267,7 @@ class Prepared:
         started = _new_tuple(Started, (plan, self._engine, self._depth, slot, memo))
         f = self._f
         if name == "gradient":
-            results = run_gradient(started, f, kw["zero"], "gradient")[1]
-            tries = self._shortcut_tries
-            if tries is not None and tries < _SHORTCUT_TRIES and reordered is False:
-                self._shortcut_tries = tries + 1
-                if not selection.current_calls.get():
-                    self._shortcut = make_shortcut(
-                        self._engine, self._slot, f, plan, primals, results
-                    )
-            return results
+            return run_gradient(started, f, kw["zero"], "gradient")[1]
         if name == "withgradient":
             return WithGradient(*run_gradient(started, f, kw["zero"], "withgradient"))
         if name == "vjp":

@@ -1,27 +1,32 @@
-"""A prepared gradient's shortcut: the call's checks in a few type tests, the engine's
-own compiled program run on the leaves straight away.
+"""A prepared call's shortcut: the call's checks in a few type tests, then the whole
+prepared call handed to the engine as one function of its leaves.
 
-A prepared ``ad.gradient`` goes through the same layers on every call: the arguments
-rebound to the prepared plan, the front end's call, the engine's dispatch and its cache
-lookup. For a program of a few microseconds (jax's ``jit``), those layers cost more than
-the program. When the arguments are the simplest kind -- each a plain or ``Const`` array,
-or a flat dict of arrays, with no ties, no ``Duplicated`` and no Python scalars -- and the
-engine offers the optional ``prepared_shortcut`` hook (``adswitch.spec``), the prepared
-call keeps a :class:`Shortcut` after a call that took the full path:
+A prepared call goes through the same layers on every call: the arguments rebound to the
+prepared plan, the front end's call, the engine's dispatch and its cache lookup, the
+results placed. For a program of a few microseconds (jax's ``jit``), those layers cost
+more than the program. When the arguments are the simplest kind -- each a plain or
+``Const`` array, or a flat dict of arrays, with no ties, no ``Duplicated`` and no Python
+scalars -- and the engine offers the optional ``prepared_shortcut`` hook
+(``adswitch.spec``), the prepared call keeps a :class:`Shortcut` after a call that took
+the full path. The engine gets ``call(leaves)``: the whole prepared call (its full path)
+on arguments rebuilt from ``leaves``, giving the result's arrays flat; jax traces it
+once under ``jax.jit`` (inside which adswitch runs inline: no program of its own), so
+later calls are one dispatch of jax's own C++, which flattens and checks the leaves.
 
-* the front end checks, per call, what its full path checks of such arguments: the same
+* The front end checks, per call, what its full path checks of such arguments: the same
   wrapper (``Const`` or none) and leaf type at each position, the same dict keys in the
-  same order, and that no two leaves are one object;
-* the engine checks what its own full path would find out (for jax: no transform is
-  tracing, ``f`` reads the same objects, the leaves' shapes and dtypes are the
-  program's) and runs the program;
-* any doubt, on either side, returns ``None`` and the call takes the full path, which
+  same order, that no two leaves are one object, and that the call is not made inside
+  another adswitch call.
+* The engine checks what its own full path would find out (for jax: no transform is
+  tracing, ``f`` reads the same objects, what its program baked in is unchanged).
+* Any doubt, on either side, returns ``None`` and the call takes the full path, which
   gives the same numbers or the same error as without the shortcut. The shortcut is
   then dropped and may be made again after a later full call.
 
-A shortcut is made only when its own flattening of the call's arguments gives the plan's
-leaves, object for object, and it is kept only when its first run gives the full path's
-results, value for value (one extra run of the program, once).
+A shortcut is made only when its flattening of the call's arguments gives the plan's
+leaves, object for object, and the result is made of arrays, ``None`` and tuples or
+dicts of them; it is kept only when its first run gives the full path's result, value
+for value and key for key (one extra run, once).
 """
 
 from __future__ import annotations
@@ -36,89 +41,145 @@ from adswitch.plan import CONST, PLAIN, Plan
 
 __all__ = ["Shortcut", "make_shortcut"]
 
-#: ``run(leaves) -> gradients of the active leaves``, or ``None``: take the full path.
+#: ``run(leaves) -> the result's arrays, flat``, or ``None``: take the full path.
 Run = Callable[[list[Any]], Sequence[Any] | None]
 
 _NOT_AN_ARRAY = (int, float, complex, bool, str, bytes, type(None), list, tuple, dict)
+_ARRAY, _NONE = "array", "none"
 
 
 class _Arg:
     """What one argument must look like: ``Const`` or not, a bare leaf of type ``cls``
     (``keys is None``) or a dict with ``keys`` in this order of leaves of type ``cls``."""
 
-    __slots__ = ("active", "cls", "const", "keys")
+    __slots__ = ("cls", "const", "keys")
 
-    def __init__(
-        self, const: bool, keys: tuple[Any, ...] | None, cls: type, active: tuple[bool, ...]
-    ) -> None:
+    def __init__(self, const: bool, keys: tuple[Any, ...] | None, cls: type) -> None:
         self.const = const
         self.keys = keys
         self.cls = cls
-        self.active = active  # per leaf of the argument
+
+
+def _leaves_of(specs: tuple[_Arg, ...], args: Sequence[Any]) -> list[Any] | None:
+    """The leaves of ``args`` in the plan's order, or ``None`` if some argument is not as
+    prepared."""
+    if len(args) != len(specs):
+        return None
+    leaves: list[Any] = []
+    for arg, spec in zip(args, specs):
+        if spec.const:
+            if type(arg) is not Const:
+                return None
+            arg = arg.val
+        cls = spec.cls
+        if spec.keys is None:
+            if type(arg) is not cls:  # (a wrapper, a tracer, another kind: full path)
+                return None
+            leaves.append(arg)
+            continue
+        if type(arg) is not dict or tuple(arg) != spec.keys:
+            return None
+        for leaf in arg.values():
+            if type(leaf) is not cls:
+                return None
+            leaves.append(leaf)
+    if len(leaves) > 1 and len(set(map(id, leaves))) != len(leaves):
+        return None  # tied: the full path tells the plan's ties apart
+    return leaves
+
+
+def _rebuilt(specs: tuple[_Arg, ...], leaves: Sequence[Any]) -> list[Any]:
+    """The arguments of ``leaves`` (any values, tracers included) as ``specs`` shape them."""
+    args: list[Any] = []
+    k = 0
+    for spec in specs:
+        if spec.keys is None:
+            value: Any = leaves[k]
+            k += 1
+        else:
+            value = dict(zip(spec.keys, leaves[k : k + len(spec.keys)]))
+            k += len(spec.keys)
+        args.append(Const(value) if spec.const else value)
+    return args
+
+
+def _template(result: Any) -> Any:
+    """How to rebuild ``result`` from its arrays, or ``None`` where it holds anything
+    else (a Python number, a string, a pullback...)."""
+    if result is None:
+        return _NONE
+    cls = type(result)
+    if cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        parts = [_template(r) for r in result]
+        return None if None in parts else (cls, tuple(parts))
+    if cls is dict:
+        parts = [_template(r) for r in result.values()]
+        return None if None in parts else (dict, tuple(result), tuple(parts))
+    if cls in _NOT_AN_ARRAY or isinstance(result, np.generic | list):
+        return None
+    return _ARRAY if hasattr(result, "shape") and hasattr(result, "dtype") else None
+
+
+def _flat(template: Any, result: Any, out: list[Any]) -> None:
+    if template == _ARRAY:
+        out.append(result)
+    elif template != _NONE:
+        values = result.values() if template[0] is dict else result
+        for sub, value in zip(template[-1], values):
+            _flat(sub, value, out)
+
+
+def _filled(template: Any, arrays: Any) -> Any:
+    if template == _ARRAY:
+        return next(arrays)
+    if template == _NONE:
+        return None
+    cls = template[0]
+    if cls is dict:
+        return {key: _filled(sub, arrays) for key, sub in zip(template[1], template[2])}
+    items = [_filled(sub, arrays) for sub in template[1]]
+    return tuple(items) if cls is tuple else cls(*items)
+
+
+def _builder(template: Any) -> Callable[[Sequence[Any]], Any]:
+    """``template``'s rebuild from its arrays, made once: a plain tuple of arrays and
+    ``None`` (the commonest result, a gradient's) without recursion."""
+    if type(template) is tuple and template[0] is tuple and set(template[1]) <= {_ARRAY, _NONE}:
+        parts = template[1]
+        if all(part == _ARRAY for part in parts):
+            return tuple
+        at = [i for i, part in enumerate(parts) if part == _ARRAY]
+        n = len(parts)
+
+        def flat_tuple(arrays: Sequence[Any]) -> tuple[Any, ...]:
+            out: list[Any] = [None] * n
+            for i, array in zip(at, arrays):
+                out[i] = array
+            return tuple(out)
+
+        return flat_tuple
+    return lambda arrays: _filled(template, iter(arrays))
 
 
 class Shortcut:
-    """A prepared gradient's fast path (see the module docstring). Calling it gives the
-    gradients as ``ad.gradient`` does, or ``None`` (take the full path)."""
+    """A prepared call's fast path (see the module docstring). Calling it gives the
+    result as the full path does, or ``None`` (take the full path)."""
 
-    __slots__ = ("_args", "_run")
+    __slots__ = ("_args", "_build", "_run")
 
-    def __init__(self, args: tuple[_Arg, ...], run: Run) -> None:
+    def __init__(self, args: tuple[_Arg, ...], run: Run, template: Any) -> None:
         self._args = args
         self._run = run
+        self._build = _builder(template)
 
-    def leaves_of(self, args: Sequence[Any]) -> list[Any] | None:
-        """The leaves of ``args`` in the plan's order, or ``None`` if some argument is
-        not as prepared."""
-        specs = self._args
-        if len(args) != len(specs):
-            return None
-        leaves: list[Any] = []
-        for arg, spec in zip(args, specs):
-            if spec.const:
-                if type(arg) is not Const:
-                    return None
-                arg = arg.val
-            cls = spec.cls
-            if spec.keys is None:
-                if type(arg) is not cls:  # (a wrapper, a tracer, another kind: full path)
-                    return None
-                leaves.append(arg)
-                continue
-            if type(arg) is not dict or tuple(arg) != spec.keys:
-                return None
-            for leaf in arg.values():
-                if type(leaf) is not cls:
-                    return None
-                leaves.append(leaf)
-        if len(leaves) > 1 and len(set(map(id, leaves))) != len(leaves):
-            return None  # tied: the full path tells the plan's ties apart
-        return leaves
-
-    def __call__(self, args: Sequence[Any]) -> tuple[Any, ...] | None:
-        leaves = self.leaves_of(args)
+    def __call__(self, args: Sequence[Any]) -> Any:
+        leaves = _leaves_of(self._args, args)
         if leaves is None:
             return None
-        grads = self._run(leaves)
-        if grads is None:
+        arrays = self._run(leaves)
+        if arrays is None:
             return None
-        results: list[Any] = []
-        k = 0
-        for spec in self._args:
-            if spec.const:
-                results.append(None)
-                k += len(spec.active) if spec.keys is not None else 1
-                continue
-            if spec.keys is None:
-                results.append(grads[k] if spec.active[0] else None)
-                k += spec.active[0]
-                continue
-            entry: dict[Any, Any] = {}
-            for key, is_active in zip(spec.keys, spec.active):
-                entry[key] = grads[k] if is_active else None
-                k += is_active
-            results.append(entry)
-        return tuple(results)
+        return self._build(arrays)
 
 
 def _specs(plan: Plan, args: Sequence[Any]) -> tuple[_Arg, ...] | None:
@@ -129,7 +190,6 @@ def _specs(plan: Plan, args: Sequence[Any]) -> tuple[_Arg, ...] | None:
     if len(args) != len(plan.args):
         return None
     specs: list[_Arg] = []
-    active = plan.active
     for arg, p in zip(args, plan.args):
         if p.kind not in (PLAIN, CONST):
             return None
@@ -147,24 +207,23 @@ def _specs(plan: Plan, args: Sequence[Any]) -> tuple[_Arg, ...] | None:
             cls, keys = type(value), None
         if cls in _NOT_AN_ARRAY or issubclass(cls, np.generic):
             return None
-        ids = p.leaf_ids
-        specs.append(_Arg(const, keys, cls, tuple(bool(active[u]) for u in ids)))
+        specs.append(_Arg(const, keys, cls))
     return tuple(specs)
 
 
-def _same_results(ours: tuple[Any, ...], theirs: tuple[Any, ...]) -> bool:
-    """Whether the shortcut's results are the full path's, value for value."""
-    if len(ours) != len(theirs):
+def _same(template: Any, ours: Any, theirs: Any) -> bool:
+    """Whether the shortcut's result is the full path's, value for value."""
+    if template == _NONE:
+        return ours is None and theirs is None
+    if type(ours) is not type(theirs):
         return False
-    for a, b in zip(ours, theirs):
-        if type(a) is not type(b):
+    if template == _ARRAY:
+        return bool(np.array_equal(np.asarray(ours), np.asarray(theirs), equal_nan=True))
+    if template[0] is dict:
+        if tuple(ours) != template[1] or tuple(theirs) != template[1]:
             return False
-        if isinstance(a, dict):
-            if list(a) != list(b) or not _same_results(tuple(a.values()), tuple(b.values())):
-                return False
-        elif a is not None and not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True):
-            return False
-    return True
+        return all(map(_same, template[2], ours.values(), theirs.values()))
+    return len(ours) == len(theirs) and all(map(_same, template[1], ours, theirs))
 
 
 def make_shortcut(
@@ -173,10 +232,11 @@ def make_shortcut(
     f: Callable[..., Any],
     plan: Plan,
     args: Sequence[Any],
-    results: tuple[Any, ...],
+    result: Any,
+    full: Callable[[Sequence[Any]], Any],
 ) -> Shortcut | None:
     """A :class:`Shortcut` for later calls like this one, which took the full path with
-    ``plan`` and gave ``results``, or ``None`` where none can be made (yet).
+    ``plan`` and gave ``result``, or ``None`` where none can be made (yet).
 
     Args:
         engine: the prepared call's engine (its optional ``prepared_shortcut`` hook).
@@ -184,24 +244,35 @@ def make_shortcut(
         f: the user's function.
         plan: this call's plan.
         args: this call's arguments.
-        results: the gradients the full path gave for them.
+        result: what the full path gave for them.
+        full: the prepared call's full path, ``full(args) -> result``.
     """
     hook = getattr(engine, "prepared_shortcut", None)
     if hook is None:
         return None
     specs = _specs(plan, args)
-    if specs is None:
+    template = _template(result)
+    if specs is None or template is None:
         return None
-    run = hook(slot, f, list(plan.leaves), list(plan.active))
-    if run is None:
-        return None
-    made = Shortcut(specs, run)
-    leaves = made.leaves_of(args)
+    leaves = _leaves_of(specs, args)
     if leaves is None or len(leaves) != len(plan.leaves):
         return None
     if not all(map(lambda a, b: a is b, leaves, plan.leaves)):
         return None  # its flattening is not the plan's
+
+    def call(values: Sequence[Any]) -> list[Any]:
+        out: list[Any] = []
+        got = full(_rebuilt(specs, values))
+        if _template(got) != template:
+            raise TypeError("the prepared call's result changed its structure")
+        _flat(template, got, out)
+        return out
+
+    run = hook(slot, f, call, leaves)
+    if run is None:
+        return None
+    made = Shortcut(specs, run, template)
     again = made(args)
-    if again is None or not _same_results(again, results):
+    if again is None or not _same(template, again, result):
         return None
     return made

@@ -465,18 +465,22 @@ class Backend(Protocol):
 
     Optional hook for prepared calls (``ad.prepare``; see ``adswitch.shortcut``):
 
-    - ``prepared_shortcut(slot, f, leaves, active) -> run | None``: asked after a full
-      call of a prepared ``ad.gradient`` whose arguments are plain or ``Const`` arrays
-      (or flat dicts of them), untied, with no Python scalars. ``slot`` is the prepared
-      call's engine slot as that call left it (``CallInfo.prepared``), ``leaves`` and
-      ``active`` that call's. ``run(leaves) -> gradients of the active leaves`` (in
-      order) is then called instead of the full path on later calls whose wrappers, dict
-      keys and leaf types are the same and whose leaves are distinct objects; it returns
-      ``None`` wherever it cannot tell that the full path would run the same program on
-      them (something ``f`` reads changed, a transform is tracing, another shape): the
-      full path then runs. The front end keeps a shortcut only if its first run gives
-      the full call's results exactly. jax implements it (its compiled program); an
-      engine that runs ``f`` on every call gains little from it.
+    - ``prepared_shortcut(slot, f, call, leaves) -> run | None``: asked after a full
+      call of a prepared ``ad.gradient``, ``withgradient``, ``jacobian`` or ``hessian``
+      (dense) whose arguments are plain or ``Const`` arrays (or flat dicts of them),
+      untied, with no Python scalars, and whose result is arrays (``None`` and tuples or
+      dicts of them). ``slot`` is the prepared call's engine slot as that call left it
+      (``CallInfo.prepared``; the front end may nest dicts in it), ``leaves`` that
+      call's leaves, and ``call(leaves) -> list`` the whole prepared call on arguments
+      rebuilt from any values of the leaves (an engine's tracers), giving the result's
+      arrays flat. ``run(leaves) -> those arrays`` is then called instead of the full path
+      on later calls whose wrappers, dict keys and leaf types are the same and whose
+      leaves are distinct objects; it returns ``None`` wherever it cannot tell that the
+      full path would give the same (something ``f`` reads changed, a transform is
+      tracing, an error): the full path then runs. The front end keeps a shortcut only if
+      its first run gives the full call's result exactly. jax implements it (``call``
+      traced once under ``jax.jit``); an engine that runs ``f`` on every call gains
+      little from it.
 
     Optional hook for sparse results (``ad.jacobian``/``ad.hessian`` with ``sparsity=``;
     see ``adswitch.sparse.native``):
@@ -490,6 +494,19 @@ class Backend(Protocol):
       leaf (an owned, concrete array): put the matrix on its device. Copy, never alias
       the arrays. The front end calls it only when the engine owns ``like``; numpy inputs
       and engines without the hook get a ``scipy.sparse.csr_array``.
+    - ``sparse_gather(part, take, indptr, indices, shape, like) -> matrix | None``: the
+      same matrix decompressed where the engine computed it, with no trip through the
+      host. ``part`` is the engine's own batched result of the colored seeds (the
+      ``jvp``/``vjp_apply`` output for the one differentiated leaf, ``(colors, *shape)``);
+      ``take`` (int64 numpy) gives, per stored entry of the canonical CSR ``indptr``/
+      ``indices`` pattern, its place in ``part`` flattened in C order: the values are
+      ``part.reshape(-1)[take]``. A prepared call passes the same ``take`` object on every
+      call (the front end's own, made with the pattern, never handed out nor changed), so
+      the engine may keep ``take`` and the coordinates on its device keyed by ``take``'s
+      identity. Return ``None`` whenever unsure (a traced ``part``,
+      several devices): the front end then takes the host path above, with its checks
+      and errors. Used for one differentiated bare array and one output array, without
+      ``check=True``.
     """
 
     name: str

@@ -257,7 +257,7 @@ def _run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_first_call_of_a_process_inside_jit() -> None:
     # A fresh interpreter: the engine module is loaded under jax.jit's trace (before
-    # issue 23: a bare AssertionError from adswitch_jax/_engine.py). Each operator is the
+    # issue 23: a bare AssertionError from adswitch_jax/primitives/engine.py). Each operator is the
     # first of its kind in the process; then a prepared call inside the same kind of trace.
     result = _run_python(
         """

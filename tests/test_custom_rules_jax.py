@@ -1,5 +1,5 @@
 """``ad.custom_vjp`` / ``ad.custom_jvp`` / ``ad.stop_gradient`` on jax (the engine hooks in
-``adswitch_jax._custom``: ``jax.custom_vjp`` / ``jax.custom_jvp`` over the flat leaves).
+``adswitch_jax.integrations.custom``: ``jax.custom_vjp`` / ``jax.custom_jvp`` over the flat leaves).
 
 Oracles: closed forms (softmax for logsumexp, the rule's own formula where the rule
 differs from the function's derivative on purpose) and central finite differences of a

@@ -1,6 +1,6 @@
 """Host code with a rule: ``ad.custom_vjp(f, host=True)`` / ``ad.custom_jvp(g, host=True)``
 (``adswitch.host_rules``, the engines' ``to_host``/``from_host`` hooks, jax's
-``adswitch_jax._host``).
+``adswitch_jax.integrations.host``).
 
 Oracles: closed forms -- the flow of ``dy/dt = A y`` is ``expm(A T) y0``; the gradient
 of a loss of ``y(T)`` is ``expm(A T)^T g`` for ``y0`` and ``T * L(A^T T, g y0^T)`` (the

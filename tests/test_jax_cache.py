@@ -16,8 +16,8 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-from adswitch_jax import _engine  # noqa: E402
 from adswitch_jax.notices import JaxFallbackWarning, reset_warnings  # noqa: E402
+from adswitch_jax.primitives import engine as _engine  # noqa: E402
 
 import adswitch as ad  # noqa: E402
 from adswitch.errors import UnsupportedError  # noqa: E402
@@ -395,9 +395,9 @@ BIG_DATA = np.arange(4.0)
 def test_big_global_array_is_warned(monkeypatch: pytest.MonkeyPatch) -> None:
     # A global array is baked into the program; one too big to keep a copy of is
     # checked by identity only, which the warning says.
-    from adswitch_jax import _guard
+    from adswitch_jax.closures import baked
 
-    monkeypatch.setattr(_guard, "MAX_COPY_BYTES", 8)
+    monkeypatch.setattr(baked, "MAX_COPY_BYTES", 8)
 
     def f(w: Any) -> Any:
         xp = ad.array_namespace(w)

@@ -1,5 +1,5 @@
-"""jax's ``xp.linalg`` rules (``adswitch_jax._linalg``) at regular points: every function
-they cover, first order (reverse and forward), second order and batched stacks, against
+"""jax's ``xp.linalg`` rules (``adswitch_jax.xp.linalg.namespace``) at regular points: every
+function they cover, first order (reverse and forward), second order and batched stacks, against
 finite differences of the same function run by numpy; compiled (no eager fallback), and
 with jax's own numbers where the point is regular.
 

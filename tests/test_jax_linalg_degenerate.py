@@ -1,4 +1,4 @@
-"""jax's ``xp.linalg`` rules (``adswitch_jax._linalg``) where jax's own derivatives are
+"""jax's ``xp.linalg`` rules (``adswitch_jax.xp.linalg.namespace``) where jax's own derivatives are
 silently wrong: ``eigh`` at repeated eigenvalues (NaN at an exactly repeated one),
 ``svd`` at repeated singular values (the polar factor), ``slogdet`` and ``qr`` at singular
 points, ``vector_norm`` at 0 -- and ``det`` at singular matrices, which keeps jax's rule

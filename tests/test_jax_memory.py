@@ -16,7 +16,7 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-from adswitch_jax import _engine  # noqa: E402
+from adswitch_jax.primitives import engine as _engine  # noqa: E402
 
 import adswitch as ad  # noqa: E402
 

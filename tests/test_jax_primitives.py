@@ -16,9 +16,9 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
-from adswitch_jax import _engine  # noqa: E402
-from adswitch_jax._basis import identity_basis  # noqa: E402
 from adswitch_jax.plugin import JaxBackend  # noqa: E402
+from adswitch_jax.primitives import engine as _engine  # noqa: E402
+from adswitch_jax.programs.basis import identity_basis  # noqa: E402
 
 from adswitch.spec import CallInfo  # noqa: E402
 

@@ -23,8 +23,8 @@ eqx = pytest.importorskip("equinox")
 nnx = pytest.importorskip("flax.nnx")
 optax = pytest.importorskip("optax")
 
-from adswitch_jax import _engine  # noqa: E402
 from adswitch_jax.plugin import JaxBackend  # noqa: E402
+from adswitch_jax.primitives import engine as _engine  # noqa: E402
 
 import adswitch as ad  # noqa: E402
 from adswitch.errors import ActivityError, MutationError, UnsupportedError  # noqa: E402

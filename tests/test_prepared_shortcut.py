@@ -184,3 +184,56 @@ def test_a_prepared_call_inside_another_call_is_refused_as_without_the_shortcut(
 
     with pytest.raises(PreparationError, match="Prepare it where you call it"):
         ad.gradient(outer, x, backend="jax")
+
+
+def test_jacobian_hessian_and_withgradient_take_it_too_and_match_jax() -> None:
+    def residual(x: Any, c: Any) -> Any:
+        xp = ad.array_namespace(x)
+        return xp.sin(x) * c + x[::-1] ** 2
+
+    x, c = _f32(4), _f32(4, seed=1)
+    for mode in ("forward", "reverse"):
+        prep = ad.prepare(ad.jacobian, residual, x, ad.Const(c), mode=mode, backend="jax")
+        _warm(prep, x, ad.Const(c))
+        assert prep._shortcut is not None
+        y = _f32(4, seed=7)
+        got = prep(y, ad.Const(c))
+        _close(got[0], jax.jacrev(residual)(y, c))
+        assert got[1] is None
+    hess = ad.prepare(ad.hessian, _loss, x, ad.Const(c), backend="jax")
+    _warm(hess, x, ad.Const(c))
+    assert hess._shortcut is not None
+    _close(hess(x, ad.Const(c))[0][0], jax.hessian(_loss)(x, c))
+    both = ad.prepare(ad.withgradient, _loss, x, ad.Const(c), backend="jax")
+    _warm(both, x, ad.Const(c))
+    assert both._shortcut is not None
+    val, grad = both(x, ad.Const(c))
+    _close(val, _loss(x, c))
+    _close(grad[0], jax.grad(_loss)(x, c))
+
+
+def test_unsorted_dict_keys_come_back_in_the_callers_order() -> None:
+    # (jax.jit gives dicts back with sorted keys; the shortcut rebuilds the caller's)
+    p = {"b": _f32(3, seed=2), "W": _f32(4, 3)}
+    x = _f32(6, 4, seed=3)
+    prep = ad.prepare(ad.gradient, _mlp, p, ad.Const(x), backend="jax")
+    _warm(prep, p, ad.Const(x))
+    assert prep._shortcut is not None
+    got = prep(p, ad.Const(x))[0]
+    assert list(got) == ["b", "W"]
+    want = jax.grad(_mlp)(p, x)
+    for key in p:
+        _close(got[key], want[key])
+
+
+def test_a_numpy_closure_array_changed_in_place_is_never_run_stale() -> None:
+    w = np.ones(3, dtype=np.float32)
+
+    def f(x: Any) -> Any:
+        return jnp.sum(x * w)
+
+    x = _f32(3)
+    prep = ad.prepare(ad.gradient, f, x, backend="jax")
+    _warm(prep, x)
+    w[:] = 5.0
+    _close(prep(x)[0], np.full(3, 5.0))

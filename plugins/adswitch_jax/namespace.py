@@ -1,7 +1,7 @@
 """The Array API namespace adswitch hands out for jax arrays: ``jax.numpy`` itself, but for
-``linalg`` (``_linalg``: derivative rules right, or refused, where jax's are silently
+``linalg`` (``xp.linalg``: derivative rules right, or refused, where jax's are silently
 wrong at singular matrices and repeated eigenvalues and singular values) and ``abs``,
-``sort``, ``pow`` (``_kinks``: adswitch's convention at kinks and ties).
+``sort``, ``pow`` (``xp.kinks``: adswitch's convention at kinks and ties).
 
 Every other attribute is ``jax.numpy``'s own object (the module's dictionary copied once;
 its lazy attributes reached through its ``__getattr__``), and the module is named
@@ -43,11 +43,11 @@ def jax_namespace() -> types.ModuleType:
 def _build() -> types.ModuleType:
     import jax.numpy as jnp
 
-    from adswitch_jax._kinks import kink_rules
-    from adswitch_jax._linalg import linalg_namespace
+    from adswitch_jax.xp.kinks import kink_rules
+    from adswitch_jax.xp.linalg.namespace import linalg_namespace
 
     ns = types.ModuleType("jax.numpy", jnp.__doc__)
     ns.__dict__.update((k, v) for k, v in vars(jnp).items() if k not in _OWN)
     ns.__dict__["linalg"] = linalg_namespace(jnp.linalg)
-    ns.__dict__.update(kink_rules(jnp))  # abs, sort, pow at their kinks (_kinks)
+    ns.__dict__.update(kink_rules(jnp))  # abs, sort, pow at their kinks (xp.kinks)
     return ns

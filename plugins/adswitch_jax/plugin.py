@@ -20,7 +20,7 @@ What it does:
       dropped first). A prepared call (``ad.prepare``) keeps its program in its own slot
       and skips the key.
     * **Keyed on what a function is, not on the function object:** its code, and what it
-      reads from its closure, defaults and globals (:mod:`adswitch_jax._captures`). A
+      reads from its closure, defaults and globals (:mod:`adswitch_jax.closures.captures`). A
       lambda written inside a loop is a new object on every pass but the same code and
       captures: it reuses the first pass's program. **Floating arrays in the closure or
       defaults are inputs of the program**, not constants baked into it: a new captured
@@ -58,7 +58,7 @@ What it does:
       and refuse their second derivatives there; ``slogdet`` at a singular matrix and
       ``qr`` of dependent columns are an ``UnsupportedError`` (jax's: ``inf``/NaN,
       ``1/eps``); ``vector_norm`` has the subgradient 0 at 0 (jax's: NaN). The refusals are
-      decided inside the compiled program and raised from the host (``_linalg_checks``).
+      decided inside the compiled program and raised from the host (``xp.linalg.checks``).
       ``jnp.linalg.*`` called directly keeps jax's rules: write ``xp.linalg.*``.
 
 Limitations:
@@ -122,8 +122,8 @@ from adswitch.spec import (
     SeedFn,
     hookimpl,
 )
-from adswitch_jax._pytrees import TreeNode
-from adswitch_jax._pytrees import tree_node as _jax_tree_node
+from adswitch_jax.integrations.pytrees import TreeNode
+from adswitch_jax.integrations.pytrees import tree_node as _jax_tree_node
 
 __all__ = ["JaxBackend", "adswitch_backend"]
 
@@ -163,7 +163,9 @@ class JaxBackend(BackendBase):
     array_modules: tuple[str, ...] = ("jax", "jaxlib")
 
     def __init__(self) -> None:
-        self._loader = EngineLoader("jax", "adswitch_jax._engine", ("jax", "jaxlib"), _INSTALL_HINT)
+        self._loader = EngineLoader(
+            "jax", "adswitch_jax.primitives.engine", ("jax", "jaxlib"), _INSTALL_HINT
+        )
         self._engine: ModuleType | None = None
         self._namespace: ModuleType | None = None
 
@@ -231,9 +233,9 @@ class JaxBackend(BackendBase):
         leaves: Sequence[Any],
         active: Sequence[bool],
     ) -> list[Any]:
-        """A user's vjp rule as a ``jax.custom_vjp`` over the leaves (``_custom``)."""
+        """A user's vjp rule as a ``jax.custom_vjp`` over the leaves (``integrations.custom``)."""
         self._load()
-        from adswitch_jax import _custom
+        from adswitch_jax.integrations import custom as _custom
 
         return _custom.custom_vjp(fn, fwd, bwd, leaves, active)
 
@@ -244,9 +246,9 @@ class JaxBackend(BackendBase):
         leaves: Sequence[Any],
         active: Sequence[bool],
     ) -> list[Any]:
-        """A user's jvp rule as a ``jax.custom_jvp`` over the leaves (``_custom``)."""
+        """A user's jvp rule as a ``jax.custom_jvp`` over the leaves (``integrations.custom``)."""
         self._load()
-        from adswitch_jax import _custom
+        from adswitch_jax.integrations import custom as _custom
 
         return _custom.custom_jvp(fn, rule, leaves, active)
 
@@ -259,9 +261,9 @@ class JaxBackend(BackendBase):
         return False
 
     def stop_gradient(self, value: Any) -> Any:
-        """``jax.lax.stop_gradient`` (``_custom``)."""
+        """``jax.lax.stop_gradient`` (``integrations.custom``)."""
         self._load()
-        from adswitch_jax import _custom
+        from adswitch_jax.integrations import custom as _custom
 
         return _custom.stop_gradient(value)
 
@@ -276,7 +278,7 @@ class JaxBackend(BackendBase):
         """``custom_vjp(host=True)``: ``jax.pure_callback`` inside a ``jax.custom_vjp``."""
         import jax
 
-        from adswitch_jax import _host
+        from adswitch_jax.integrations import host as _host
 
         return _host.host_custom_vjp(jax, fwd, bwd, leaves, active, specs)
 
@@ -292,15 +294,15 @@ class JaxBackend(BackendBase):
         """``custom_jvp(host=True)``: ``jax.pure_callback`` inside a ``jax.custom_jvp``."""
         import jax
 
-        from adswitch_jax import _host
+        from adswitch_jax.integrations import host as _host
 
         return _host.host_custom_jvp(jax, fn, rule, leaves, active, specs, reverse_fix)
 
     def to_host(self, value: Any) -> Any:
-        """A concrete jax array as numpy, ``None`` for a tracer (``_host``)."""
+        """A concrete jax array as numpy, ``None`` for a tracer (``integrations.host``)."""
         import jax
 
-        from adswitch_jax import _host
+        from adswitch_jax.integrations import host as _host
 
         return _host.to_host(jax, value)
 
@@ -318,26 +320,30 @@ class JaxBackend(BackendBase):
     def checkpoint(
         self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
     ) -> list[Any]:
-        """``jax.checkpoint`` around ``fn`` (``_checkpoint``)."""
+        """``jax.checkpoint`` around ``fn`` (``integrations.checkpoint``)."""
         self._load()
-        from adswitch_jax import _checkpoint
+        from adswitch_jax.integrations import checkpoint as _checkpoint
 
         return _checkpoint.checkpoint(fn, leaves, active)
 
     def prepared_shortcut(
-        self, slot: dict[Any, Any], f: Any, leaves: Sequence[Any], active: Sequence[bool]
+        self,
+        slot: dict[Any, Any],
+        f: Any,
+        call: Callable[[Sequence[Any]], list[Any]],
+        leaves: Sequence[Any],
     ) -> Callable[[list[Any]], Sequence[Any] | None] | None:
-        """A prepared gradient's last compiled program, run with only the checks that
-        could tell it stale (``_shortcut``)."""
+        """The whole prepared call traced once under ``jax.jit``, called with only the
+        checks that could tell it stale (``programs.shortcut``)."""
         self._load()
-        from adswitch_jax._shortcut import shortcut
+        from adswitch_jax.programs.shortcut import shortcut
 
-        return shortcut(slot, f, leaves, active)
+        return shortcut(slot, f, call, leaves)
 
     def stands_in(self, value: Any, cls: type) -> bool:
         """A jax tracer (``jax.jit``, ``vmap``, ``grad``) stands for a jax array, so a
-        prepared call accepts it (``_traced``); never imports jax."""
-        from adswitch_jax._traced import stands_in
+        prepared call accepts it (``programs.traced``); never imports jax."""
+        from adswitch_jax.programs.traced import stands_in
 
         return stands_in(value, cls)
 

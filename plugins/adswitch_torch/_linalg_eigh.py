@@ -8,7 +8,7 @@ g_V)) V^T``, symmetric (torch's convention: the derivative of ``eigh(sym(x))``).
 Taken only where two eigenvalues are closer than ``16 n eps |w|_max``
 (:mod:`._linalg_support`; elsewhere the wrappers return torch's own result and rule, the
 same formulas). There (as the autograd engine's rules, ``adswitch_autograd.
-linalg_spectral``):
+xp.linalg.spectral``):
 
 * functions of the eigenvalues: the first derivative in reverse mode of functions
   symmetric in the repeated ones (equal cotangents: ``g V_c V_c^T``) is computed;

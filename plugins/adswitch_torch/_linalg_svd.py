@@ -14,7 +14,7 @@ Taken only where two singular values are equal, or (non-square) one is zero, to 
 formulas), and for ``full_matrices=True`` of a non-square matrix. There:
 
 * functions of the singular vectors: refused (``UnsupportedError``), in both modes, as
-  the autograd engine's rules (``adswitch_autograd.linalg_factors``): the vectors are not
+  the autograd engine's rules (``adswitch_autograd.xp.linalg.factors``): the vectors are not
   unique there, and their cotangent does not determine a derivative (``sum(U diag(s -
   1) Vh)`` and ``sum(s)`` give the same cotangents at the identity, and different
   gradients). Reverse mode refuses any cotangent of ``U`` or ``Vh`` (torch passes
