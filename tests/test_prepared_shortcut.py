@@ -237,3 +237,24 @@ def test_a_numpy_closure_array_changed_in_place_is_never_run_stale() -> None:
     _warm(prep, x)
     w[:] = 5.0
     _close(prep(x)[0], np.full(3, 5.0))
+
+
+def test_numpy_float64_calls_take_it_and_give_writable_numpy_back() -> None:
+    x = np.random.default_rng(0).normal(size=5)
+    c = np.random.default_rng(1).normal(size=5)
+    prep = ad.prepare(ad.gradient, _loss, x, ad.Const(c), backend="jax")
+    _warm(prep, x, ad.Const(c))
+    assert prep._shortcut is not None
+    with jax.enable_x64(True):
+        want = np.asarray(jax.grad(_loss)(x, c))
+    got = prep(x, ad.Const(c))[0]
+    assert type(got) is np.ndarray and got.dtype == np.float64 and got.flags.writeable
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    c[:] = 2.0  # a Const's values changed in place: an input, read afresh
+    with jax.enable_x64(True):
+        want = np.asarray(jax.grad(_loss)(x, c))
+    np.testing.assert_allclose(prep(x, ad.Const(c))[0], want, rtol=1e-13)
+    jac = ad.prepare(ad.jacobian, lambda v: v[::-1] * v, x, backend="jax")
+    _warm(jac, x)
+    assert jac._shortcut is not None
+    np.testing.assert_allclose(jac(x)[0], np.diag(x[::-1]) + np.diag(x)[:, ::-1], rtol=1e-13)

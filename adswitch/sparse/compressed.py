@@ -35,10 +35,24 @@ class SparseSetup:
     """A pattern and its coloring, for one side: ``mode`` ``"forward"`` (columns) or
     ``"reverse"`` (rows)."""
 
-    __slots__ = ("colors", "mode", "pattern")
+    __slots__ = ("colors", "mode", "pattern", "seeds", "take")
 
     def __init__(self, pattern: Any, colors: np.ndarray, mode: str) -> None:
         self.pattern, self.colors, self.mode = pattern, colors, mode
+        m, n = pattern.shape
+        # kept for every call: the seeds (one row per color) and, per stored entry of the
+        # pattern (CSR order), where it is read from the flat (colors, m) pushforwards --
+        # entry (i, j) is compressed[color[j], i] -- or (colors, n) pullbacks:
+        # compressed[color[i], j]
+        c = max(n_colors(colors), 1)
+        self.seeds = np.zeros((c, n if mode == "forward" else m))
+        self.seeds[colors, np.arange(self.seeds.shape[1])] = 1.0
+        rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(pattern.indptr))
+        cols = pattern.indices.astype(np.int64)
+        if mode == "forward":
+            self.take = colors[cols] * m + rows
+        else:
+            self.take = colors[rows] * n + cols
 
 
 def setup(
@@ -60,9 +74,13 @@ def setup(
             raise UsageError(f"sparsity={sparsity!r}; it is None, 'detect' or a pattern.")
         pattern = detect(f, *args, has_aux=has_aux)
     else:
-        pattern = sp.csr_array(sparsity, dtype=bool)
+        pattern = sp.csr_array(sparsity, dtype=bool).copy()  # (never the caller's arrays)
         if pattern.ndim != 2:
             raise UsageError("sparsity= takes a 2-D pattern of shape (out.size, in.size).")
+        # canonical: no stored False (the coloring ignores them), no duplicates (each
+        # would be read once more), sorted columns (the engines' sparse formats say so)
+        pattern.eliminate_zeros()
+        pattern.sum_duplicates()
     have = derive.natives(engine)
     can_reverse = bool(have & {"vjp", "vjp_apply", "value_and_grad"})
     can_forward = "jvp" in have and engine.capabilities.forward
@@ -125,16 +143,15 @@ def sparse_jacobian(
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     key = ("sparse", s.mode, has_aux)
     info = derive.with_batched(started.info(f, "jacobian", key, outputs=has_aux), True)
-    c = max(n_colors(s.colors), 1)
-    seeds = np.zeros((c, n if s.mode == "forward" else m))
-    seeds[s.colors, np.arange(seeds.shape[1])] = 1.0
+    seeds = s.seeds
+    c = seeds.shape[0]
     with running(engine):
         if s.mode == "forward":
             split = iter(split_seeds(seeds, [plan.leaves[u] for u in active], in_layout))
             tangents = [next(split) if a else None for a in plan.active]
             out_leaves, columns = derive.jvp(engine, fn, plan.leaves, plan.active, tangents, info)
             out_layout = _rows_checked(derive.diff_leaves(fn, out_leaves), s, in_layout)
-            compressed = joined(columns, out_layout.sizes, c)  # (colors, m)
+            parts = columns
         else:
 
             def seed(diffs: Sequence[Any]) -> list[Any]:
@@ -142,9 +159,16 @@ def sparse_jacobian(
 
             out_leaves, rows = derive.vjp_apply(engine, fn, plan.leaves, plan.active, seed, info)
             out_layout = Layout(derive.diff_leaves(fn, out_leaves))
-            compressed = joined([rows[u] for u in active], in_layout.sizes, c)  # (colors, n)
-    jac = _decompress(s, compressed)
+            parts = [rows[u] for u in active]
     layout = fn.outputs()
+    if dense is None and _single(plan, layout, active):
+        # the engine's own decompression, where it has one (``sparse_gather``): the
+        # pushforwards stay on its device, gathered there into the result's values
+        out = gathered(engine, parts, s, plan.leaves[active[0]])
+        if out is not None:
+            return (out, fn.output(out_leaves)[1]) if has_aux else out
+    sizes = out_layout.sizes if s.mode == "forward" else in_layout.sizes
+    jac = _decompress(s, joined(parts, sizes, c))  # (colors, m) or (colors, n)
     if dense is not None:  # check=True: the dense operator (adswitch.jacobians) to compare
         d = dense(started, f, "auto", has_aux)
         where = (_keys(plan, layout, active), out_layout, in_layout)
@@ -244,16 +268,30 @@ def _blocks(
 
 def _decompress(s: SparseSetup, compressed: np.ndarray) -> Any:
     """Entry (i, j) of the pattern: compressed[color[j], i] (columns) or
-    compressed[color[i], j] (rows); written in the pattern's own CSR order."""
-    sp = _sp()
+    compressed[color[i], j] (rows) (``s.take``); written in the pattern's own CSR order."""
     p = s.pattern
-    rows = np.repeat(np.arange(p.shape[0]), np.diff(p.indptr))
-    cols = p.indices
-    if s.mode == "forward":
-        data = compressed[s.colors[cols], rows]
-    else:
-        data = compressed[s.colors[rows], cols]
-    return sp.csr_array((data, cols.copy(), p.indptr.copy()), shape=p.shape)
+    data = compressed.reshape(-1)[s.take]
+    return _sp().csr_array((data, p.indices.copy(), p.indptr.copy()), shape=p.shape)
+
+
+def gathered(engine: Any, parts: Sequence[Any], s: Any, like: Any) -> Any:
+    """The one-block sparse result decompressed by the engine (its optional
+    ``sparse_gather`` hook, ``adswitch.spec.Backend``), or ``None``: the host path.
+
+    Args:
+        engine: the engine that computed ``parts``.
+        parts: its batched results, one leaf: ``(colors, *shape)`` (``None``: nothing
+            depends on the inputs -- the host path makes the zeros).
+        s: the setup (:class:`SparseSetup` or a Hessian's), with ``pattern`` (canonical
+            CSR: sorted, unique columns per row) and ``take``.
+        like: the differentiated input leaf (the engine's array: else ``None``).
+    """
+    hook = getattr(engine, "sparse_gather", None)
+    if hook is None or len(parts) != 1 or parts[0] is None or not engine.owns(like):
+        return None
+    p = s.pattern
+    shape = (int(p.shape[0]), int(p.shape[1]))
+    return hook(parts[0], s.take, p.indptr, p.indices, shape, like)
 
 
 def _check(

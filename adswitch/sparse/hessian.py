@@ -28,7 +28,7 @@ from adswitch.call import Started, running
 from adswitch.errors import UsageError
 from adswitch.plan import Plan
 from adswitch.sparse.coloring import color_columns, n_colors
-from adswitch.sparse.compressed import joined, split_seeds
+from adswitch.sparse.compressed import gathered, joined, split_seeds
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.hessian_blocks import check_dense, laid_out, single
 from adswitch.sparse.native import native, on_host
@@ -44,15 +44,18 @@ class HessianSetup:
     """A Hessian's symmetric pattern and its coloring; ``mode`` says how it is read back:
     ``"star"`` (the star rule) or ``"column"`` (entry ``(i, j)`` from ``j``'s color)."""
 
-    __slots__ = ("colors", "key", "mode", "pattern", "take")
+    __slots__ = ("colors", "key", "mode", "pattern", "seeds", "take")
 
     def __init__(self, pattern: Any, colors: np.ndarray, mode: str) -> None:
         self.pattern, self.colors, self.mode = pattern, colors, mode
+        # the colors' seeds, one row per color (made once: a prepared call's every call)
+        n = pattern.shape[0]
+        self.seeds = np.zeros((max(n_colors(colors), 1), n))
+        self.seeds[colors, np.arange(n)] = 1.0
         # where each nonzero (CSR order) is read from the flat (colors, n) products
         if mode == "star":
             self.take = star_gather(pattern, colors)
         else:
-            n = pattern.shape[0]
             rows = np.repeat(np.arange(n), np.diff(pattern.indptr))
             self.take = colors[pattern.indices] * n + rows
         # (the coloring is in the compiled engines' cache key: the seeds are made from it)
@@ -161,9 +164,8 @@ def sparse_hessian(
             f"argument(s) have {n} element(s): pass the Hessian pattern of this function, of "
             f"shape ({n}, {n}) (ad.sparsity(f, *args, of='hessian') gives it)."
         )
-    c = max(n_colors(s.colors), 1)
-    seeds = np.zeros((c, n))
-    seeds[s.colors, np.arange(n)] = 1.0
+    seeds = s.seeds
+    c = seeds.shape[0]
     per_leaf = split_seeds(seeds, inputs, layout)
     inner = gradient_fn(engine, f, plan)
     info = started.info(f, "hessian", ("sparse hessian", strategy, s.key), outputs=False)
@@ -178,6 +180,12 @@ def sparse_hessian(
                 engine, inner, plan.leaves, plan.active, lambda diffs: per_leaf, info
             )
             products = [rows[u] for u in active]
+    if dense is None and not started.depth and single(plan):
+        # the engine's own decompression, where it has one (``sparse_gather``: None for a
+        # traced product, whose refusal the host path below gives)
+        out = gathered(engine, products, s, inputs[0])
+        if out is not None:
+            return out
     # (read on the host: a prepared call's leaves are checked only here, under jax.jit)
     host = [
         None if p is None else on_host(p, started.depth, "ad.hessian", "sparse matrix")

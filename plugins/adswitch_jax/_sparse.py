@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["sparse_result"]
+__all__ = ["sparse_gather", "sparse_result"]
 
 
 def sparse_result(
@@ -59,6 +59,121 @@ def sparse_result(
         indices_sorted=True,
         unique_indices=True,
     )
+
+
+def sparse_gather(
+    jax: Any,
+    part: Any,
+    take: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    shape: tuple[int, int],
+    like: Any,
+) -> Any:
+    """The compressed pushforwards (pullbacks) decompressed on their device into a BCOO:
+    the ``sparse_gather`` hook (``adswitch.spec.Backend``).
+
+    One small jitted gather (compiled once per size and dtype, the indices an argument)
+    reads the stored values out of ``part``; the coordinates are the pattern's, sent to
+    the device once (:func:`_coords`), and the BCOO is assembled from its pytree parts
+    (its ``__init__`` re-checks what holds by construction: 40 us a call).
+
+    Args:
+        jax: the ``jax`` module.
+        part: the engine's batched result, a concrete jax array ``(colors, *shape)``.
+        take: per stored entry (CSR order), its place in ``part`` flattened.
+        indptr: the pattern's row pointers.
+        indices: its columns (sorted, unique within each row).
+        shape: ``(rows, columns)``.
+        like: the block's input leaf.
+
+    Returns:
+        The BCOO (as :func:`sparse_result` makes it), or ``None`` (not one device, or not
+        a concrete array: the front end's host path).
+
+    Example:
+        >>> import jax, numpy as np
+        >>> part = jax.numpy.array([[1.0, 2.0], [3.0, 4.0]])   # (colors, rows)
+        >>> m = sparse_gather(jax, part, np.array([0, 3]), np.array([0, 1, 2]),
+        ...                   np.array([0, 1]), (2, 2), jax.numpy.ones(2))
+        >>> np.asarray(m.todense()).tolist()
+        [[1.0, 0.0], [0.0, 4.0]]
+    """
+    if not isinstance(part, jax.Array) or isinstance(part, jax.core.Tracer):
+        return None
+    if part.size >= 2**31:  # (int32 places: the host path for a larger one)
+        return None
+    devices, here = like.devices(), part.devices()
+    if len(devices) != 1 or here != devices:
+        return None
+    device = next(iter(devices))
+    flat_take, coords = _on_device(jax, take, indptr, indices, shape, device)
+    data = _gather(jax)(part, flat_take)
+    return jax.tree_util.tree_unflatten(_treedef(jax, shape), [data, coords])
+
+
+_GATHER: list[Any] = []
+_TREEDEFS: dict[tuple[int, int], Any] = {}
+# per prepared pattern (the ``take`` array's id): (that array, (rows, columns, device),
+# (take on the device, coordinates on the device)); the last few patterns only
+_ON_DEVICE: dict[int, tuple[np.ndarray, tuple[Any, ...], tuple[Any, Any]]] = {}
+_KEEP = 8
+
+
+def _gather(jax: Any) -> Any:
+    """``part.reshape(-1)[take]``, jitted (indices in range by construction: ``clip``
+    skips the out-of-range handling of jax's default)."""
+    if not _GATHER:
+        take = jax.numpy.take
+        _GATHER.append(jax.jit(lambda part, at: take(part.reshape(-1), at, mode="clip")))
+    return _GATHER[0]
+
+
+def _treedef(jax: Any, shape: tuple[int, int]) -> Any:
+    """The pytree structure of a sorted, unique BCOO of ``shape`` (made once)."""
+    key = (int(shape[0]), int(shape[1]))
+    found = _TREEDEFS.get(key)
+    if found is None:
+        from jax.experimental import sparse
+
+        jnp = jax.numpy
+        empty = sparse.BCOO(
+            (jnp.zeros(0), jnp.zeros((0, 2), dtype=jnp.int32)),
+            shape=key,
+            indices_sorted=True,
+            unique_indices=True,
+        )
+        found = _TREEDEFS[key] = jax.tree_util.tree_structure(empty)
+    return found
+
+
+def _on_device(
+    jax: Any,
+    take: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    shape: tuple[int, int],
+    device: Any,
+) -> tuple[Any, Any]:
+    """``take`` (int32) and the coordinates on ``device``, sent once per pattern. A
+    prepared call passes the same ``take`` every time (the front end's own array, made
+    with the pattern and never handed out): looked up by identity (the entry holds the
+    array, so its ``id`` is not reused); another call's, by value."""
+    key = (int(shape[0]), int(shape[1]), device)
+    found = _ON_DEVICE.get(id(take))
+    if found is not None and found[0] is take and found[1] == key:
+        return found[2]
+    same = [on for held, k, on in _ON_DEVICE.values() if k == key and np.array_equal(held, take)]
+    # (the coordinates of this call's pattern: checked by value)
+    coords = _coords(jax, indptr, indices, shape, device)
+    if same:
+        on_device = (same[0][0], coords)
+    else:
+        on_device = (jax.device_put(np.asarray(take, dtype=np.int32), device), coords)
+    if len(_ON_DEVICE) >= _KEEP:  # (the oldest goes: dicts keep insertion order)
+        del _ON_DEVICE[next(iter(_ON_DEVICE))]
+    _ON_DEVICE[id(take)] = (take, key, on_device)
+    return on_device
 
 
 # The last pattern's coordinates on its device: a prepared call decompresses into the same

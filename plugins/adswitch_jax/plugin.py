@@ -317,6 +317,23 @@ class JaxBackend(BackendBase):
 
         return sparse_result(jax, indptr, indices, data, shape, like)
 
+    def sparse_gather(
+        self,
+        part: Any,
+        take: Any,
+        indptr: Any,
+        indices: Any,
+        shape: tuple[int, int],
+        like: Any,
+    ) -> Any:
+        """Compressed pushforwards decompressed on their device into a BCOO, or ``None``
+        (``_sparse``)."""
+        import jax
+
+        from adswitch_jax._sparse import sparse_gather
+
+        return sparse_gather(jax, part, take, indptr, indices, shape, like)
+
     def checkpoint(
         self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
     ) -> list[Any]:

@@ -387,6 +387,22 @@ class TorchBackend(BackendBase):
 
         return sparse_result(self._torch or self._engine(), indptr, indices, data, shape, like)
 
+    def sparse_gather(
+        self,
+        part: Any,
+        take: np.ndarray,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        shape: tuple[int, int],
+        like: Any,
+    ) -> Any:
+        """Compressed results decompressed on their device into a
+        ``torch.sparse_csr_tensor``, or ``None`` (``_sparse``)."""
+        from ._sparse import sparse_gather
+
+        torch = self._torch or self._engine()
+        return sparse_gather(torch, part, take, indptr, indices, shape, like)
+
     def checkpoint(
         self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
     ) -> list[Any]:

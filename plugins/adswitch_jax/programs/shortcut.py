@@ -14,10 +14,11 @@ dict keys, leaf types and that no two leaves are one object. Any doubt, or any e
 returns ``None``: the full path runs, and says what went wrong.
 
 Only calls qualify whose full path compiled (no eager fallback, no outputs computed
-eagerly), in jax's default precision or global 64-bit mode (a call scoped to 64-bit
-converts on the way in and out, which the full path does), on jax arrays, with no
-constants baked in by value, and where the arrays ``f`` closes over are jax arrays (held
-by identity: a numpy one could change in place).
+eagerly), on jax arrays or on numpy arrays (then traced with the tracers standing for
+numpy arrays, run in 64-bit mode where the full path ran so, and given back as writable
+numpy copies, as the full path gives them), with no constants baked in by value, and
+where the arrays ``f`` closes over are jax arrays (held by identity: a numpy one could
+change in place).
 
 Imported only once jax is in use (it imports jax).
 """
@@ -29,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 
 from adswitch_jax.closures.baked import Guard
 from adswitch_jax.closures.recall import memory_of
@@ -37,13 +39,17 @@ from adswitch_jax.primitives import dispatch as _dispatch
 from adswitch_jax.programs.compiled import Prepared
 from adswitch_jax.programs.entries import JIT
 from adswitch_jax.programs.keys import ArrayImpl
+from adswitch_jax.programs.traced import SHORTCUT_TRACING
 
 __all__ = ["shortcut"]
 
+_config: Any = jax.config  # its flags are dynamic attributes
 
-def _guards(slot: dict[Any, Any], key: Any) -> list[Guard] | None:
-    """The guards of the programs the full path ran for this prepared call, or ``None``
-    where some of its calls did not qualify (see the module docstring)."""
+
+def _guards(slot: dict[Any, Any], key: Any) -> tuple[list[Guard], bool, bool] | None:
+    """``(guards, 64-bit, jax kind)``: the guards of the programs the full path ran for
+    this prepared call, whether its calls ran in 64-bit mode, whether on jax arrays (else
+    numpy) -- or ``None`` where some of its calls did not qualify (module docstring)."""
     guards: list[Guard] = []
     states: list[Any] = []
     pending = [slot]  # (the front end keeps sub-slots per operator step: dicts in it)
@@ -57,6 +63,7 @@ def _guards(slot: dict[Any, Any], key: Any) -> list[Guard] | None:
                 return None  # something this engine does not know: no shortcut
     if not states:
         return None
+    kinds, x64 = set(), False
     for state in states:
         if type(state) is not Prepared or state.last is None:
             return None
@@ -65,17 +72,19 @@ def _guards(slot: dict[Any, Any], key: Any) -> list[Guard] | None:
         if (
             entry.mode != JIT
             or found.static
-            or found.x64
             or found.traced
             or found.unhashable
-            or not found.jax_kind
             or not isinstance(fast_key, tuple)
             or fast_key[0] != key
         ):
             return None
+        kinds.add(found.jax_kind)
+        x64 = x64 or found.x64
         if entry.guard is not None:
             guards.append(entry.guard)
-    return guards
+    if len(kinds) != 1:
+        return None
+    return guards, x64, kinds.pop()
 
 
 def shortcut(
@@ -89,22 +98,34 @@ def shortcut(
     trace_ctx, eval_trace = _dispatch._trace_ctx, getattr(_dispatch, "_EvalTrace", None)
     if trace_ctx is None or eval_trace is None or type(func) is not types.FunctionType:
         return None
-    for leaf in leaves:
-        if type(leaf) is not ArrayImpl:
-            return None
     memory = memory_of(func)
-    if memory is None or memory.wide:
+    if memory is None:
         return None
-    guards = _guards(slot, memory.key)
-    if guards is None:
+    found = _guards(slot, memory.key)
+    if found is None:
         return None
+    guards, x64, jax_kind = found
+    x64 = x64 or memory.wide
+    kind = ArrayImpl if jax_kind else np.ndarray
+    for leaf in leaves:
+        if type(leaf) is not kind:
+            return None
     try:
         lifted = memory.lifted_now()
     except ValueError:
         return None
     if lifted is None or any(type(a) is not ArrayImpl for a in lifted):
         return None
-    program = jax.jit(lambda *values: call(values))
+
+    def traced(*values: Any) -> list[Any]:
+        token = SHORTCUT_TRACING.set(True)  # (only while jax traces: once per compile)
+        try:
+            return call(values)
+        finally:
+            SHORTCUT_TRACING.reset(token)
+
+    program = jax.jit(traced)
+    scoped = x64 and not _config.jax_enable_x64
 
     def run(leaves: list[Any]) -> Sequence[Any] | None:
         if type(trace_ctx.trace) is not eval_trace:
@@ -123,7 +144,14 @@ def shortcut(
                 if not guard.holds(roots):
                     return None
         try:
-            return program(*leaves)  # type: ignore[no-any-return]
+            if jax_kind:
+                return program(*leaves)  # type: ignore[no-any-return]
+            if scoped:
+                with jax.enable_x64(True):
+                    arrays = program(*leaves)
+            else:
+                arrays = program(*leaves)
+            return [np.array(a) for a in arrays]  # (writable copies, as the full path's)
         except Exception:  # the full path runs it again and says what went wrong
             return None
 
