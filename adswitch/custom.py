@@ -36,6 +36,7 @@ from adswitch.rule_args import (
     running_rules,
     zero_tangent,
 )
+from adswitch.rule_bare import bare_args, call_bare_vjp
 from adswitch.rule_base import RuleBase
 from adswitch.selection import enclosing
 
@@ -75,6 +76,8 @@ class custom_vjp(RuleBase):
             from adswitch.host_rules import call_vjp
 
             return call_vjp(self, engine, args, self.out_shape)
+        if not self.nondiff_argnums and bare_args(args):
+            return call_bare_vjp(self, engine, args)
         name = self._name()
         hook = engine_hook(engine, "custom_vjp", name)
         split = RuleArgs(args, self.nondiff_argnums, name)
@@ -90,10 +93,7 @@ class custom_vjp(RuleBase):
             with primal(self):
                 pair = user_fwd(*split.all_args(leaves))
             if not isinstance(pair, tuple) or len(pair) != 2:
-                raise UsageError(
-                    f"{self._name()}: fwd returned {describe(pair)}; it must return a pair "
-                    "(out, residuals)."
-                )
+                raise self._not_a_pair(pair)
             out_leaves, td = self._check_out(split, leaves, pair[0], "fwd")
             out_td[:] = [td]
             return out_leaves, pair[1]

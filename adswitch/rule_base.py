@@ -74,6 +74,13 @@ class RuleBase:
         fn.nondiff_args = split.nondiff_args  # type: ignore[attr-defined]
         return fn
 
+    def _not_a_pair(self, pair: Any) -> UsageError:
+        """The error for a ``fwd`` that did not return ``(out, residuals)``."""
+        return UsageError(
+            f"{self._name()}: fwd returned {describe(pair)}; it must return a pair "
+            "(out, residuals)."
+        )
+
     def _check_out(
         self, split: RuleArgs, leaves: Sequence[Any], out: Any, who: str
     ) -> tuple[list[Any], trees.TreeDef]:

@@ -41,7 +41,7 @@ from typing import Any
 
 from adswitch.errors import NoForwardRuleError
 
-from ._custom_fast import NO_FORWARD, builds_graph, vjp_function
+from ._custom_fast import NO_FORWARD, builds_graph, eager_vjp
 from ._custom_fast import TRANSPOSING as _transposing
 from ._custom_fast import as_grad as _as_grad
 from ._custom_fast import fixed as _fixed
@@ -320,7 +320,7 @@ def _jvp_function(torch: Any) -> Any:
     return CustomJvp
 
 
-_MAKERS = {"vjp": _vjp_function, "jvp": _jvp_function, "eager": vjp_function}
+_MAKERS = {"vjp": _vjp_function, "jvp": _jvp_function}
 
 
 def _function(torch: Any, kind: str) -> Any:
@@ -359,14 +359,14 @@ def custom_vjp(
     active: Sequence[bool],
 ) -> list[Any]:
     """``Backend.custom_vjp`` on torch (module doc)."""
-    call = _Call(fn, fwd, bwd, None)
-    call.split(torch, leaves)
     if torch._C._are_functorch_transforms_active():
+        call = _Call(fn, fwd, bwd, None)
+        call.split(torch, leaves)
         out = _function(torch, "vjp").apply(call, *leaves)
         return list(out[: call.n_out])
     # outside torch.func: the old-style Function (``_custom_fast``), whose outputs are
     # fwd's alone (no residuals among them)
-    return list(_apply(torch, _function(torch, "eager"), call, leaves))
+    return eager_vjp(torch, fwd, bwd, leaves)
 
 
 def custom_jvp(

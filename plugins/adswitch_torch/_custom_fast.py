@@ -43,6 +43,7 @@ __all__ = [
     "fixed",
     "flat",
     "inside",
+    "eager_vjp",
     "unflat",
     "vjp_function",
 ]
@@ -139,8 +140,13 @@ def builds_graph(torch: Any, leaves: Sequence[Any]) -> bool:
     return any(isinstance(v, Tensor) and v.requires_grad for v in leaves)
 
 
-# per-leaf marks of the residual tree: a saved tensor (its index), or a constant
-_SAVED = object()
+# per-leaf marks of the residual tree: a constant (its value kept on ctx), else the index
+# of the saved tensor it is
+_CONST = -1
+# a tensor's place among the leaves kept on ctx (``others``): the tensors are saved
+_TENSOR = object()
+# the residual constants ``flat`` keeps in a flat tuple
+_CONSTS = (float, int, bool, str)
 
 
 def vjp_function(torch: Any) -> Any:
@@ -150,77 +156,127 @@ def vjp_function(torch: Any) -> Any:
         torch: the torch module.
 
     Returns:
-        A ``torch.autograd.Function`` subclass: ``apply(call, *leaves)`` with ``call`` a
-        ``_Call`` of ``_custom``, the result the tuple of ``fwd``'s outputs.
+        A ``torch.autograd.Function`` subclass: ``apply((fwd, bwd, others), *leaves)``
+        with ``fwd``/``bwd`` the front end's flat callables and ``others`` the leaves with
+        their tensors replaced by a mark (``None`` itself when every leaf is a tensor),
+        the result the tuple of ``fwd``'s outputs.
     """
     Tensor = torch.Tensor
     transposed = TRANSPOSING.get
+    grad_enabled = torch.is_grad_enabled
 
     class CustomVjpEager(torch.autograd.Function):  # type: ignore[misc]
-        """``custom_vjp`` outside ``torch.func`` (module doc): ``apply(call, *leaves)``,
-        ``call`` a ``_Call`` (``others`` None when every leaf is a tensor)."""
+        """``custom_vjp`` outside ``torch.func`` (module doc)."""
 
         @staticmethod
         def forward(ctx: Any, call: Any, *leaves: Any) -> Any:
-            outs, residuals = call.fwd(list(leaves))
-            outs = fixed(torch, outs, leaves)
-            res_flat, spec = flat(torch, residuals)
-            consts: Any = None  # every residual leaf a tensor: nothing else to keep
-            for r in res_flat:
-                if not isinstance(r, Tensor):
-                    consts = [_SAVED if isinstance(r, Tensor) else r for r in res_flat]
-                    res_flat = [r for r in res_flat if isinstance(r, Tensor)]
-                    break
-            frozen = []
+            fwd, bwd, others = call
+            outs, residuals = fwd(list(leaves))
+            outs = list(outs)
+            # (``fixed``'s copies, inline: this runs on every rule call)
             plain: Any = None  # the non-tensor outputs, whose cotangents torch leaves None
+            frozen = None
             for k, o in enumerate(outs):
-                if not isinstance(o, Tensor):
+                if type(o) is Tensor or isinstance(o, Tensor):
+                    copy = o._base is not None
+                    if not copy:
+                        for v in leaves:
+                            if v is o:
+                                copy = True
+                                break
+                    if copy:
+                        outs[k] = o = o.clone()
+                    if not o.is_floating_point():
+                        frozen = frozen or []
+                        frozen.append(o)
+                else:
                     plain = plain or [None] * len(outs)
                     plain[k] = o
-                elif not o.is_floating_point():
-                    frozen.append(o)
             if frozen:  # (one call: each call replaces the last one's marks)
                 ctx.mark_non_differentiable(*frozen)
-            ins = leaves if call.others is None else [v for v in leaves if isinstance(v, Tensor)]
-            ctx.call, ctx.spec, ctx.consts, ctx.n_in, ctx.plain = (
-                call,
-                spec,
-                consts,
-                len(ins),
-                plain,
-            )
-            ctx.save_for_backward(*ins, *res_flat)
+            ins = leaves if others is None else [v for v in leaves if isinstance(v, Tensor)]
+            n_in = len(ins)
+            # What is saved: the input tensors, then the residuals' tensors. ``where`` says
+            # where the residual leaves are: 0 -- the saved tensors are the residuals (a
+            # tuple that starts with the inputs, the common ``(x, out)``: each saved once);
+            # an int k -- they are ``saved[k:]``; a list -- per leaf, a saved index or
+            # ``_CONST`` (its value in ``consts``). (Plain loops: every rule call runs this.)
+            where: Any = n_in
+            consts: Any = None
+            spec: Any = TUPLE
+            if type(residuals) is tuple:
+                for r in residuals:
+                    if type(r) is not Tensor:
+                        where = None  # (not all plain tensors: the general case below)
+                        break
+                else:
+                    if len(residuals) >= n_in:
+                        for k in range(n_in):
+                            if residuals[k] is not ins[k]:
+                                break
+                        else:
+                            where = 0
+                    save = [*ins, *residuals[n_in:]] if where == 0 else [*ins, *residuals]
+            else:
+                where = None
+            if where is None:  # any other tree: each leaf placed
+                if type(residuals) is Tensor:
+                    spec, res_flat = ONE, [residuals]
+                else:
+                    res_flat, spec = flat(torch, residuals)
+                save = list(ins)
+                where = []
+                for r in res_flat:
+                    if isinstance(r, Tensor):
+                        where.append(len(save))
+                        save.append(r)
+                    else:
+                        consts = consts or {}
+                        consts[len(where)] = r
+                        where.append(_CONST)
+            # (one attribute: each costs a dict write on the node)
+            ctx.state = (fwd, bwd, others, n_in, spec, where, consts, plain)
+            ctx.save_for_backward(*save)
             return tuple(outs)
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
             if transposed():
                 raise NoForwardRuleError(NO_FORWARD)
-            call = ctx.call
             saved = ctx.saved_tensors
-            n_in = ctx.n_in
-            leaves = list(saved[:n_in]) if call.others is None else call.restore(saved[:n_in])
-            if builds_graph(torch, leaves):
+            fwd, bwd, others, n_in, spec, where, consts, plain = ctx.state
+            leaves: Any = None  # (made only where needed: a graph, a non-tensor)
+            if grad_enabled() and builds_graph(torch, leaves := _leaves(saved, n_in, others)):
                 # A graph of this backward pass is being built: residuals that depend on
                 # the inputs must be differentiable functions of them (``_custom``'s doc).
-                _, residuals = call.fwd(leaves)
+                _, residuals = fwd(leaves)
             else:
-                res = saved[n_in:]
-                if ctx.consts is not None:
-                    it = iter(res)
-                    res = [next(it) if c is _SAVED else c for c in ctx.consts]
-                spec = ctx.spec
-                # (a tuple, the common residual, rebuilt here: no call)
+                if type(where) is int:
+                    res = saved[where:] if where else saved
+                elif consts is None:
+                    res = [saved[i] for i in where]
+                else:
+                    res = [consts[k] if i == _CONST else saved[i] for k, i in enumerate(where)]
                 residuals = res if spec is TUPLE and type(res) is tuple else unflat(res, spec)
             # Torch hands zeros for tensor outputs without a gradient (materialize_grads,
             # on by default): only a non-tensor output has None.
             cts = list(grads)
-            for k, g in enumerate(grads):
-                if g is None:
-                    o = ctx.plain[k] if ctx.plain is not None else None
-                    cts[k] = torch.zeros_like(torch.as_tensor(o))
-            cots = call.bwd(residuals, cts)
-            got: list[Any] = [None]
+            if plain is not None:
+                for k, g in enumerate(grads):
+                    if g is None:
+                        cts[k] = torch.zeros_like(torch.as_tensor(plain[k]))
+            cots = bwd(residuals, cts)
+            got: list[Any] = [None]  # (the call)
+            if others is None:  # every leaf a tensor: a tensor cotangent is torch's gradient
+                for c in cots:
+                    if type(c) is not Tensor:
+                        break
+                    got.append(c)
+                else:
+                    return tuple(got)
+                del got[1:]
+            if leaves is None:
+                leaves = _leaves(saved, n_in, others)
             for c, v, n in zip(cots, leaves, ctx.needs_input_grad[1:]):
                 got.append(
                     c if n and type(c) is Tensor and type(v) is Tensor else as_grad(torch, c, v, n)
@@ -232,3 +288,40 @@ def vjp_function(torch: Any) -> Any:
             raise NoForwardRuleError(NO_FORWARD)
 
     return CustomVjpEager
+
+
+def _leaves(saved: Sequence[Any], n_in: int, others: Any) -> list[Any]:
+    """The rule call's leaves: the saved input tensors, the others as they were."""
+    if others is None:
+        return list(saved[:n_in])
+    it = iter(saved[:n_in])
+    return [next(it) if v is _TENSOR else v for v in others]
+
+
+# (apply, unwrap_if_dead) once made: the eager call's own state
+_EAGER: list[Any] = []
+
+
+def eager_vjp(torch: Any, fwd: Any, bwd: Any, leaves: Sequence[Any]) -> list[Any]:
+    """``custom_vjp`` outside any ``torch.func`` transform: the old-style Function's C++
+    ``apply`` called directly (``Function.apply``'s Python layer only checks for
+    transforms and unwraps dead functorch wrappers -- tensors that escaped a finished
+    transform -- which is done here, per leaf)."""
+    if not _EAGER:
+        function = vjp_function(torch)
+        _EAGER[:] = [
+            super(torch.autograd.Function, function).apply,
+            torch._C._functorch.unwrap_if_dead,
+        ]
+    apply, unwrap = _EAGER
+    Tensor = torch.Tensor
+    others: Any = None
+    args = list(leaves)
+    for k, v in enumerate(args):
+        if type(v) is Tensor or isinstance(v, Tensor):
+            args[k] = unwrap(v)
+        else:
+            others = True
+    if others:  # the non-tensor leaves as they are, the tensors' places marked
+        others = [_TENSOR if isinstance(v, Tensor) else v for v in args]
+    return list(apply((fwd, bwd, others), *args))
