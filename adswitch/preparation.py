@@ -241,7 +241,14 @@ class Prepared:
         if reordered is not False:  # traced stand-ins, or dicts in another key order
             return None
         return make_shortcut(
-            self._engine, self._slot, self._f, plan, args, result, lambda a: self._full(a)
+            self._engine,
+            self._slot,
+            self._f,
+            plan,
+            args,
+            result,
+            lambda a: self._full(a),
+            self._name,
         )
 
     def _full(self, args: Sequence[Any]) -> Any:

@@ -11,14 +11,19 @@ scalars -- and the engine offers the optional ``prepared_shortcut`` hook
 the full path. The engine gets ``call(leaves)``: the whole prepared call (its full path)
 on arguments rebuilt from ``leaves``, giving the result's arrays flat; jax traces it
 once under ``jax.jit`` (inside which adswitch runs inline: no program of its own), so
-later calls are one dispatch of jax's own C++, which flattens and checks the leaves.
+later calls are one dispatch of jax's own C++, which flattens and checks the leaves. An
+engine that runs ``f`` on every call (torch) gets, for a gradient, which leaves are
+differentiated and ``loss(values)``: ``f`` run on them as the full path runs it (the
+arguments rebuilt, inside the call, its loss checked as ``LossFunction`` checks it); it
+then does its full path's own steps around it, without the layers in between.
 
 * The front end checks, per call, what its full path checks of such arguments: the same
   wrapper (``Const`` or none) and leaf type at each position, the same dict keys in the
   same order, that no two leaves are one object, and that the call is not made inside
   another adswitch call.
 * The engine checks what its own full path would find out (for jax: no transform is
-  tracing, ``f`` reads the same objects, what its program baked in is unchanged).
+  tracing, ``f`` reads the same objects, what its program baked in is unchanged; for
+  torch: the leaves' shapes, dtypes and devices, no ``torch.func`` transform, grad mode).
 * Any doubt, on either side, returns ``None`` and the call takes the full path, which
   gives the same numbers or the same error as without the shortcut. The shortcut is
   then dropped and may be made again after a later full call.
@@ -26,7 +31,7 @@ later calls are one dispatch of jax's own C++, which flattens and checks the lea
 A shortcut is made only when its flattening of the call's arguments gives the plan's
 leaves, object for object, and the result is made of arrays, ``None`` and tuples or
 dicts of them; it is kept only when its first run gives the full path's result, value
-for value and key for key (one extra run, once).
+for value and key for key (one extra run, once: on torch, ``f`` runs once more then).
 """
 
 from __future__ import annotations
@@ -36,16 +41,16 @@ from typing import Any
 
 import numpy as np
 
+from adswitch import selection
+from adswitch import shortcut_template as results
 from adswitch.activity import Const
+from adswitch.outputs import loss_of
 from adswitch.plan import CONST, PLAIN, Plan
 
 __all__ = ["Shortcut", "make_shortcut"]
 
 #: ``run(leaves) -> the result's arrays, flat``, or ``None``: take the full path.
 Run = Callable[[list[Any]], Sequence[Any] | None]
-
-_NOT_AN_ARRAY = (int, float, complex, bool, str, bytes, type(None), list, tuple, dict)
-_ARRAY, _NONE = "array", "none"
 
 
 class _Arg:
@@ -103,62 +108,44 @@ def _rebuilt(specs: tuple[_Arg, ...], leaves: Sequence[Any]) -> list[Any]:
     return args
 
 
-def _template(result: Any) -> Any:
-    """How to rebuild ``result`` from its arrays, or ``None`` where it holds anything
-    else (a Python number, a string, a pullback...)."""
-    if result is None:
-        return _NONE
-    cls = type(result)
-    if cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
-        parts = [_template(r) for r in result]
-        return None if None in parts else (cls, tuple(parts))
-    if cls is dict:
-        parts = [_template(r) for r in result.values()]
-        return None if None in parts else (dict, tuple(result), tuple(parts))
-    if cls in _NOT_AN_ARRAY or isinstance(result, np.generic | list):
-        return None
-    return _ARRAY if hasattr(result, "shape") and hasattr(result, "dtype") else None
+def _loss_caller(
+    specs: tuple[_Arg, ...], f: Callable[..., Any], engine: Any
+) -> Callable[[Sequence[Any]], Any]:
+    """``loss(values)``: ``f`` on the arguments rebuilt from one value per leaf as the full
+    path hands them to ``f`` (dicts rebuilt, ``Const`` unwrapped), run inside the call as
+    the full path runs it (``selection.current_calls`` names the engine: a call nested in
+    ``f`` knows it is nested), its output checked as ``LossFunction`` checks it (the
+    loss: a Python float or a 0-d real array; ``OutputError`` else)."""
+    calls = selection.current_calls
+    inside = (engine,)
+    if all(spec.keys is None for spec in specs):  # bare arrays: the leaves are the arguments
 
+        def bare(values: Sequence[Any]) -> Any:
+            token = calls.set(inside)
+            try:
+                return loss_of(f(*values))
+            finally:
+                calls.reset(token)
 
-def _flat(template: Any, result: Any, out: list[Any]) -> None:
-    if template == _ARRAY:
-        out.append(result)
-    elif template != _NONE:
-        values = result.values() if template[0] is dict else result
-        for sub, value in zip(template[-1], values):
-            _flat(sub, value, out)
+        return bare
+    spans: list[tuple[int, tuple[Any, ...] | None]] = []
+    k = 0
+    for spec in specs:
+        spans.append((k, spec.keys))
+        k += 1 if spec.keys is None else len(spec.keys)
 
+    def trees(values: Sequence[Any]) -> Any:
+        args = [
+            values[at] if keys is None else dict(zip(keys, values[at : at + len(keys)]))
+            for at, keys in spans
+        ]
+        token = calls.set(inside)
+        try:
+            return loss_of(f(*args))
+        finally:
+            calls.reset(token)
 
-def _filled(template: Any, arrays: Any) -> Any:
-    if template == _ARRAY:
-        return next(arrays)
-    if template == _NONE:
-        return None
-    cls = template[0]
-    if cls is dict:
-        return {key: _filled(sub, arrays) for key, sub in zip(template[1], template[2])}
-    items = [_filled(sub, arrays) for sub in template[1]]
-    return tuple(items) if cls is tuple else cls(*items)
-
-
-def _builder(template: Any) -> Callable[[Sequence[Any]], Any]:
-    """``template``'s rebuild from its arrays, made once: a plain tuple of arrays and
-    ``None`` (the commonest result, a gradient's) without recursion."""
-    if type(template) is tuple and template[0] is tuple and set(template[1]) <= {_ARRAY, _NONE}:
-        parts = template[1]
-        if all(part == _ARRAY for part in parts):
-            return tuple
-        at = [i for i, part in enumerate(parts) if part == _ARRAY]
-        n = len(parts)
-
-        def flat_tuple(arrays: Sequence[Any]) -> tuple[Any, ...]:
-            out: list[Any] = [None] * n
-            for i, array in zip(at, arrays):
-                out[i] = array
-            return tuple(out)
-
-        return flat_tuple
-    return lambda arrays: _filled(template, iter(arrays))
+    return trees
 
 
 class Shortcut:
@@ -170,7 +157,7 @@ class Shortcut:
     def __init__(self, args: tuple[_Arg, ...], run: Run, template: Any) -> None:
         self._args = args
         self._run = run
-        self._build = _builder(template)
+        self._build = results.builder(template)
 
     def __call__(self, args: Sequence[Any]) -> Any:
         leaves = _leaves_of(self._args, args)
@@ -205,25 +192,10 @@ def _specs(plan: Plan, args: Sequence[Any]) -> tuple[_Arg, ...] | None:
             keys: tuple[Any, ...] | None = tuple(value)
         else:
             cls, keys = type(value), None
-        if cls in _NOT_AN_ARRAY or issubclass(cls, np.generic):
+        if cls in results.NOT_AN_ARRAY or issubclass(cls, np.generic):
             return None
         specs.append(_Arg(const, keys, cls))
     return tuple(specs)
-
-
-def _same(template: Any, ours: Any, theirs: Any) -> bool:
-    """Whether the shortcut's result is the full path's, value for value."""
-    if template == _NONE:
-        return ours is None and theirs is None
-    if type(ours) is not type(theirs):
-        return False
-    if template == _ARRAY:
-        return bool(np.array_equal(np.asarray(ours), np.asarray(theirs), equal_nan=True))
-    if template[0] is dict:
-        if tuple(ours) != template[1] or tuple(theirs) != template[1]:
-            return False
-        return all(map(_same, template[2], ours.values(), theirs.values()))
-    return len(ours) == len(theirs) and all(map(_same, template[1], ours, theirs))
 
 
 def make_shortcut(
@@ -234,6 +206,7 @@ def make_shortcut(
     args: Sequence[Any],
     result: Any,
     full: Callable[[Sequence[Any]], Any],
+    operator: str = "gradient",
 ) -> Shortcut | None:
     """A :class:`Shortcut` for later calls like this one, which took the full path with
     ``plan`` and gave ``result``, or ``None`` where none can be made (yet).
@@ -246,12 +219,14 @@ def make_shortcut(
         args: this call's arguments.
         result: what the full path gave for them.
         full: the prepared call's full path, ``full(args) -> result``.
+        operator: the prepared operator's name (``"gradient"``, ``"withgradient"``,
+            ``"jacobian"``, ``"hessian"``).
     """
     hook = getattr(engine, "prepared_shortcut", None)
     if hook is None:
         return None
     specs = _specs(plan, args)
-    template = _template(result)
+    template = results.template(result)
     if specs is None or template is None:
         return None
     leaves = _leaves_of(specs, args)
@@ -263,16 +238,24 @@ def make_shortcut(
     def call(values: Sequence[Any]) -> list[Any]:
         out: list[Any] = []
         got = full(_rebuilt(specs, values))
-        if _template(got) != template:
+        if results.template(got) != template:
             raise TypeError("the prepared call's result changed its structure")
-        _flat(template, got, out)
+        results.flat(template, got, out)
         return out
 
-    run = hook(slot, f, call, leaves)
+    active = tuple(plan.active)
+    loss = None
+    if operator == "gradient":
+        # (a gradient's arrays are the active leaves' gradients, in leaf order: an engine
+        # that computes them itself relies on it)
+        if len(results.arrays_of(template)) != sum(active):
+            return None
+        loss = _loss_caller(specs, f, engine)
+    run = hook(slot, f, call, leaves, active, operator, loss)
     if run is None:
         return None
     made = Shortcut(specs, run, template)
     again = made(args)
-    if again is None or not _same(template, again, result):
+    if again is None or not results.same(template, again, result):
         return None
     return made

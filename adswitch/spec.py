@@ -465,22 +465,30 @@ class Backend(Protocol):
 
     Optional hook for prepared calls (``ad.prepare``; see ``adswitch.shortcut``):
 
-    - ``prepared_shortcut(slot, f, call, leaves) -> run | None``: asked after a full
-      call of a prepared ``ad.gradient``, ``withgradient``, ``jacobian`` or ``hessian``
-      (dense) whose arguments are plain or ``Const`` arrays (or flat dicts of them),
-      untied, with no Python scalars, and whose result is arrays (``None`` and tuples or
-      dicts of them). ``slot`` is the prepared call's engine slot as that call left it
-      (``CallInfo.prepared``; the front end may nest dicts in it), ``leaves`` that
-      call's leaves, and ``call(leaves) -> list`` the whole prepared call on arguments
-      rebuilt from any values of the leaves (an engine's tracers), giving the result's
-      arrays flat. ``run(leaves) -> those arrays`` is then called instead of the full path
-      on later calls whose wrappers, dict keys and leaf types are the same and whose
-      leaves are distinct objects; it returns ``None`` wherever it cannot tell that the
-      full path would give the same (something ``f`` reads changed, a transform is
-      tracing, an error): the full path then runs. The front end keeps a shortcut only if
-      its first run gives the full call's result exactly. jax implements it (``call``
-      traced once under ``jax.jit``); an engine that runs ``f`` on every call gains
-      little from it.
+    - ``prepared_shortcut(slot, f, call, leaves, active, operator, loss) -> run | None``:
+      asked after a full call of a prepared ``ad.gradient``, ``withgradient``,
+      ``jacobian`` or ``hessian`` (dense) at top level whose arguments are plain or
+      ``Const`` arrays (or flat dicts of them), untied, with no Python scalars, and whose
+      result is arrays (``None`` and tuples or dicts of them). ``slot`` is the prepared
+      call's engine slot as that call left it (``CallInfo.prepared``; the front end may
+      nest dicts in it), ``leaves`` that call's leaves, ``active`` which of them are
+      differentiated, ``operator`` the operator's name, and ``call(leaves) -> list`` the
+      whole prepared call on arguments rebuilt from any values of the leaves (an
+      engine's tracers), giving the result's arrays flat. For ``"gradient"`` (those
+      arrays are then the active leaves' gradients, in leaf order) ``loss(values)``
+      runs ``f`` as the full path's ``LossFn`` does, on one value per leaf (dicts rebuilt,
+      ``Const`` unwrapped, inside the call: an adswitch call in ``f`` is nested), and
+      gives its loss checked (a Python float or a 0-d real array; ``OutputError`` else);
+      otherwise ``loss`` is ``None``. ``zero=`` plays no part (no ``Duplicated``).
+      ``run(leaves) -> those arrays`` is then called instead of the full path on later
+      calls whose wrappers, dict keys and leaf types are the same and whose leaves are
+      distinct objects (shapes, dtypes and devices are ``run``'s to check); it returns
+      ``None`` wherever it cannot tell that the full path would give the same (something
+      ``f`` reads changed, a transform is tracing, another shape): the full path then
+      runs; an error of ``f`` it may raise as the full path would. The front end keeps
+      a shortcut only if its first run gives the full call's result exactly. jax
+      implements it (``call`` traced once under ``jax.jit``); torch runs its full path's
+      steps in a row with ``loss`` (``f`` runs on every call).
 
     Optional hook for sparse results (``ad.jacobian``/``ad.hessian`` with ``sparsity=``;
     see ``adswitch.sparse.native``):

@@ -50,7 +50,7 @@ import adswitch as ad
 from adswitch.spec import CallInfo
 
 TARGETS = {"tiny": 1.15, "mlp": 1.03, "wide": 1.03}
-PREPARED_TARGETS = {"tiny": 1.05, "mlp": 1.02}
+PREPARED_TARGETS = {"tiny": 1.1, "mlp": 1.02}  # (issue 23: tiny prepared ≤ 1.1x)
 KEEP_HEAP = False
 DEVICE = os.environ.get("BENCH_TORCH_DEVICE", "cpu")
 

@@ -51,10 +51,12 @@ def test_prepared_gradient_compiles_once_and_skips_the_cache() -> None:
         (g, none) = prep(x, ad.Const(w))
         assert none is None
         np.testing.assert_allclose(g, 2 * w * x)
-    assert len(traces) == 1
+    # one program, and one more trace when the whole prepared call becomes one program
+    # after its first calls (adswitch.shortcut); then none
+    assert len(traces) == 2
     _engine.CACHE.clear()  # the prepared call keeps its own program
     np.testing.assert_allclose(prep(np.ones(3), ad.Const(w))[0], 2 * w)
-    assert len(traces) == 1
+    assert len(traces) == 2
 
 
 def test_prepared_constant_leaves_may_change_value() -> None:
@@ -194,8 +196,10 @@ def test_every_prepared_operator_compiles_once() -> None:
         np.testing.assert_allclose(
             prepared["hvp"]((x, ad.Const(A)), (v, None))[0], H @ v, rtol=1e-10
         )
-    assert len(traces) == 4  # reverse, forward, vjp, jvp: one program each
-    assert len(traces_s) == 2  # hessian, hvp
+    # reverse, forward, vjp, jvp: one program each, and the two Jacobians' shortcuts
+    # (adswitch.shortcut: the whole prepared call traced once more, as one program)
+    assert len(traces) == 6
+    assert len(traces_s) == 3  # hessian, hvp, and the hessian's shortcut
 
 
 def test_prepared_derivative_with_a_python_float() -> None:

@@ -285,14 +285,34 @@ def test_refused_inside_a_differentiated_function(backend: str) -> None:
         ad.gradient(outer, np.ones(4), backend=backend)
 
 
-def test_refused_under_jax_jit_plain_and_prepared() -> None:
+def test_inside_jax_jit_plain_and_prepared() -> None:
+    # one bare array: the products gathered in the trace by jax's sparse_gather (a BCOO)
+    jax = pytest.importorskip("jax")
+    with jax.enable_x64(True):
+        x = jax.numpy.linspace(0.1, 1.0, 5)
+        want = np.asarray(jax.hessian(rosen)(x))
+        got = jax.jit(lambda v: ad.hessian(rosen, v, sparsity="detect"))(x)
+        np.testing.assert_allclose(np.asarray(got.todense()), want, rtol=1e-12)
+        prep = ad.prepare(ad.hessian, rosen, x, sparsity="detect")
+        got = jax.jit(lambda v: prep(v))(x * 0.5)
+        want = np.asarray(jax.hessian(rosen)(x * 0.5))
+        np.testing.assert_allclose(np.asarray(got.todense()), want, rtol=1e-12)
+
+
+def test_refused_under_jax_jit_where_built_on_the_host() -> None:
     jax = pytest.importorskip("jax")
     x = jax.numpy.linspace(0.1, 1.0, 5)
+    with pytest.raises(ad.UsageError, match=r"check=False inside"):
+        jax.jit(lambda v: ad.hessian(rosen, v, sparsity="detect", check=True).todense())(x)
+
+    def two(a: Any, b: Any) -> Any:
+        return rosen(a) * ad.array_namespace(b).sum(b)
+
     with pytest.raises(ad.UsageError, match=r"jax\.jit"):
-        jax.jit(lambda v: ad.hessian(rosen, v, sparsity="detect").sum())(x)
-    prep = ad.prepare(ad.hessian, rosen, x, sparsity="detect")
+        jax.jit(lambda v: ad.hessian(two, v, v * 2.0, sparsity="detect")[0][0].todense())(x)
+    prep = ad.prepare(ad.hessian, two, x, x * 2.0, sparsity="detect")
     with pytest.raises(ad.UsageError, match=r"jax\.jit"):
-        jax.jit(lambda v: prep(v).sum())(x)
+        jax.jit(lambda v: prep(v, v * 2.0)[0][0].todense())(x)
 
 
 @ad.custom_vjp

@@ -25,7 +25,8 @@ from adswitch.results import place
 from adswitch.sparse.coloring import color_columns, color_rows, n_colors
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
-from adswitch.sparse.native import native, on_host
+from adswitch.sparse.native import native
+from adswitch.sparse.traced import refuse, refuse_check, refuse_layout, refuse_unserved
 from adswitch.sparse.tracer import _sp
 
 __all__ = ["SparseSetup", "joined", "refuse_traced", "setup", "split_seeds", "sparse_jacobian"]
@@ -122,6 +123,8 @@ def sparse_jacobian(
         ``(out_leaf.size, in_leaf.size)``: a ``scipy.sparse.csr_array``, or the engine's
         own (``torch.sparse_csr_tensor``, jax's ``BCOO``) where the block's input leaf is
         that engine's array (:func:`.native.native`). With ``has_aux``: ``(that, aux)``.
+        Under an engine's compiler (``jax.jit``), one bare array in and out only: the
+        engine's sparse matrix gathered from the traced pushforwards (:mod:`.traced`).
 
     Example:
         >>> import adswitch as ad, numpy as np
@@ -131,7 +134,9 @@ def sparse_jacobian(
     """
     plan, engine = started.plan, started.engine
     active = [u for u, a in enumerate(plan.active) if a]
-    refuse_traced(started)
+    under_trace = refuse_traced(started)
+    if under_trace and dense is not None:
+        raise refuse_check()
     in_layout = Layout([plan.leaves[u] for u in active])
     m, n = s.pattern.shape
     if in_layout.total != n:
@@ -161,12 +166,17 @@ def sparse_jacobian(
             out_layout = Layout(derive.diff_leaves(fn, out_leaves))
             parts = [rows[u] for u in active]
     layout = fn.outputs()
+    if under_trace and not _single(plan, layout, active):
+        raise refuse_layout()
     if dense is None and _single(plan, layout, active):
         # the engine's own decompression, where it has one (``sparse_gather``): the
-        # pushforwards stay on its device, gathered there into the result's values
+        # pushforwards stay on its device, gathered there into the result's values --
+        # under a trace, the traced values gathered with the pattern's indices as constants
         out = gathered(engine, parts, s, plan.leaves[active[0]])
         if out is not None:
             return (out, fn.output(out_leaves)[1]) if has_aux else out
+        if under_trace:  # (the host path cannot read traced values)
+            raise refuse_unserved(engine)
     sizes = out_layout.sizes if s.mode == "forward" else in_layout.sizes
     jac = _decompress(s, joined(parts, sizes, c))  # (colors, m) or (colors, n)
     if dense is not None:  # check=True: the dense operator (adswitch.jacobians) to compare
@@ -323,9 +333,8 @@ def _check(
         raise UsageError("the sparse Jacobian differs from the dense one (an adswitch bug).")
 
 
-def refuse_traced(started: Started) -> None:
-    """A sparse Jacobian where it cannot be one (:func:`.native.on_host`): a
-    ``UsageError`` before anything runs."""
-    for leaf, active in zip(started.plan.leaves, started.plan.active):
-        if active:
-            on_host(leaf, started.depth, "ad.jacobian", "sparse matrices")
+def refuse_traced(started: Started) -> bool:
+    """A sparse Jacobian where it cannot be one (:func:`.traced.refuse`): a ``UsageError``
+    before anything runs. Returns whether the differentiated leaves are traced (the
+    engine's ``sparse_gather`` then decompresses them, as :mod:`.traced` says)."""
+    return refuse(started)

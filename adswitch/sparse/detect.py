@@ -101,16 +101,19 @@ def sparsity(
     for leaf, active in zip(plan.leaves, plan.active):
         if not active:  # (engine arrays as numpy: the tracer's arithmetic is numpy's)
             values.append(
-                leaf if isinstance(leaf, np.ndarray) or not is_array(leaf) else to_numpy(leaf)
+                leaf if isinstance(leaf, np.ndarray) or not is_array(leaf) else _read(leaf, "")
             )
             continue
-        x_np = to_numpy(leaf)
         start, size = layout.offsets[a], layout.sizes[a]
         deps = sp.csr_array(
             (np.ones(size, dtype=bool), np.arange(start, start + size), np.arange(size + 1)),
             shape=(size, n),
         )
-        values.append(Tracer(trace, x_np.shape, deps, x_np.astype(float) if local else None))
+        # (global detection needs the shape only: it runs on an engine's traced array too,
+        # inside jax.jit; local detection reads the values)
+        x_np = _read(leaf, "local").astype(float) if local else None
+        shape = x_np.shape if x_np is not None else tuple(np.shape(leaf))
+        values.append(Tracer(trace, shape, deps, x_np))
         a += 1
     try:
         y = _differentiated(LossFunction(f, plan).call_f(values), of, has_aux)
@@ -138,6 +141,28 @@ def sparsity(
     hess = sp.csr_array(hess, dtype=bool)
     hess.sort_indices()
     return hess
+
+
+def _read(leaf: Any, local: str) -> np.ndarray:
+    """A leaf's values as numpy, or the ``UsageError`` of detection that needs values
+    inside a trace (``local``: ``"local"`` for a differentiated leaf with local=True,
+    ``""`` for an ``ad.Const`` array)."""
+    try:
+        return to_numpy(leaf)
+    except Exception:  # (an engine's traced array: jax's TracerArrayConversionError...)
+        pass
+    if local:
+        raise UsageError(
+            "ad.sparsity(..., local=True) detects at the input's values, which a trace "
+            "(jax.jit/vmap/grad) does not have: detect with local=False (the pattern at "
+            "every point), or detect outside the transform and pass sparsity=pattern."
+        )
+    raise UsageError(
+        "ad.sparsity (sparsity='detect') reads the ad.Const arrays' values (they may mask "
+        "or index), which a trace (jax.jit/vmap/grad) does not have: detect outside the "
+        "transform (pattern = ad.sparsity(f, x, ad.Const(c))) and pass sparsity=pattern, "
+        "or close over c as a numpy array."
+    )
 
 
 def _differentiated(out: Any, of: str, has_aux: bool) -> Any:

@@ -31,8 +31,9 @@ from adswitch.sparse.coloring import color_columns, n_colors
 from adswitch.sparse.compressed import gathered, joined, split_seeds
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.hessian_blocks import check_dense, laid_out, single
-from adswitch.sparse.native import native, on_host
+from adswitch.sparse.native import native, on_host, traced
 from adswitch.sparse.star import star_coloring, star_gather, symmetric_pattern
+from adswitch.sparse.traced import refuse_check, serves_traced
 from adswitch.sparse.tracer import _sp
 
 __all__ = ["HessianSetup", "setup_hessian", "sparse_hessian"]
@@ -154,6 +155,8 @@ def sparse_hessian(
     plan, engine = started.plan, started.engine
     if started.depth:
         _refuse_traced(started)
+    if dense is not None and _refuse_traced(started):  # (check=True reads dense values)
+        raise refuse_check("ad.hessian")
     active = [u for u, a in enumerate(plan.active) if a]
     inputs = [plan.leaves[u] for u in active]
     layout = Layout(inputs)
@@ -181,8 +184,8 @@ def sparse_hessian(
             )
             products = [rows[u] for u in active]
     if dense is None and not started.depth and single(plan):
-        # the engine's own decompression, where it has one (``sparse_gather``: None for a
-        # traced product, whose refusal the host path below gives)
+        # the engine's own decompression, where it has one (``sparse_gather``; a traced
+        # product gathered in the trace, or None: the host path below refuses it)
         out = gathered(engine, products, s, inputs[0])
         if out is not None:
             return out
@@ -207,12 +210,21 @@ def sparse_hessian(
     return laid_out(plan, block)
 
 
-def _refuse_traced(started: Started) -> None:
+def _refuse_traced(started: Started) -> bool:
     """The ``UsageError`` of a sparse Hessian where its leaves cannot be read on the host
-    (:func:`.native.on_host`), before anything runs."""
-    for leaf, active in zip(started.plan.leaves, started.plan.active):
-        if active:
-            on_host(leaf, started.depth, "ad.hessian", "sparse matrix")
+    (:func:`.native.on_host`), before anything runs; else whether they are traced.
+
+    Traced (inside ``jax.jit``...), one plain bare array on an engine that decompresses
+    traced products (:func:`.traced.serves_traced`) is served as the Jacobian is: the
+    products gathered in the trace (``check=True`` is refused in :func:`sparse_hessian`).
+    """
+    plan = started.plan
+    leaves = [leaf for leaf, a in zip(plan.leaves, plan.active) if a]
+    if not started.depth and serves_traced(started.engine) and single(plan):
+        return any(traced(leaf) for leaf in leaves)
+    for leaf in leaves:
+        on_host(leaf, started.depth, "ad.hessian", "sparse matrix")
+    return False
 
 
 def _decompress(s: HessianSetup, compressed: np.ndarray) -> Any:

@@ -14,7 +14,7 @@ import numpy as np
 from adswitch.errors import UsageError
 from adswitch.sparse.detect import to_numpy
 
-__all__ = ["native", "on_host"]
+__all__ = ["native", "on_host", "traced"]
 
 
 def on_host(value: Any, depth: int, operator: str, made: str) -> np.ndarray:
@@ -43,6 +43,16 @@ def on_host(value: Any, depth: int, operator: str, made: str) -> np.ndarray:
         "differentiates or traces: call it outside differentiated functions and outside "
         f"jax.jit/vmap/grad, or use the dense {operator} (no sparsity=) there."
     )
+
+
+def traced(value: Any) -> bool:
+    """Whether ``value`` is an engine's traced array, whose values cannot be read (jax's
+    tracers under ``jax.jit``/``vmap``/``grad``, torch's under ``torch.func``)."""
+    try:
+        to_numpy(value)
+    except Exception:  # (jax's TracerArrayConversionError, torch's "no storage"...)
+        return True
+    return False
 
 
 def native(engine: Any, csr: Any, like: Any) -> Any:

@@ -22,7 +22,8 @@ it is (a ``jvp``'s tangents too). A case that cannot run under the transform is
 ``Duplicated`` (written in place) or a Python scalar (its gradient is a Python float,
 which a traced call cannot give), arrays overlap without being the same, the case writes
 in place (``mutation``: the transform's inputs are no views of the case's arrays) or is
-a sparse Jacobian (its colouring runs on the host), the case's own function needs a
+a sparse Jacobian or Hessian built on the host there (several arguments or a tree, or
+under vmap: ``checks_sparse.sparse_under``), the case's own function needs a
 concrete value of a traced input (a Python branch, ``float(x)``), or a result is no type
 the transform can return (jax: a string aux). A failure anywhere else (adswitch's own
 code, a raw engine error) stays an ERROR; a clear ``UnsupportedError`` raised only under
@@ -41,6 +42,7 @@ from . import trees
 from .attempt import UNSUPPORTED, WRONG, Verdict, describe
 from .capabilities import composes
 from .case import Case
+from .checks_sparse import sparse_under
 from .entries import Caller
 
 __all__ = [
@@ -232,8 +234,10 @@ def run_under(
         raise Verdict(SKIPPED, f"expects {case.raises.__name__} (error cases run plain)")
     if case.family == "mutation":
         raise Verdict(SKIPPED, "in-place writes: the transform's inputs are no numpy views")
-    if getattr(case, "sparse", None) is not None:
-        raise Verdict(SKIPPED, "a sparse Jacobian: its colouring runs on the host")
+    if getattr(case, "sparse", None) is not None:  # (served under jit: one bare array)
+        why, caller = sparse_under(case, kind, caller)
+        if why is not None:
+            raise Verdict(SKIPPED, why)
     try:
         return run_plain(under_caller(kind, caller))
     except Verdict as verdict:

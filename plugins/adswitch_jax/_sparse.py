@@ -87,9 +87,13 @@ def sparse_gather(
         shape: ``(rows, columns)``.
         like: the block's input leaf.
 
+    A traced ``part`` (the call inside ``jax.jit``, ``vmap`` or ``grad``) is gathered in
+    the caller's trace instead (:func:`_traced`): ``take`` and the coordinates enter the
+    program as constants.
+
     Returns:
-        The BCOO (as :func:`sparse_result` makes it), or ``None`` (not one device, or not
-        a concrete array: the front end's host path).
+        The BCOO (as :func:`sparse_result` makes it), or ``None`` (not one device, or too
+        many entries for int32 places: the front end's host path).
 
     Example:
         >>> import jax, numpy as np
@@ -99,10 +103,10 @@ def sparse_gather(
         >>> np.asarray(m.todense()).tolist()
         [[1.0, 0.0], [0.0, 4.0]]
     """
-    if not isinstance(part, jax.Array) or isinstance(part, jax.core.Tracer):
-        return None
-    if part.size >= 2**31:  # (int32 places: the host path for a larger one)
-        return None
+    if not isinstance(part, (jax.Array, jax.core.Tracer)) or part.size >= 2**31:
+        return None  # (int32 places: the host path for a larger one)
+    if isinstance(part, jax.core.Tracer):
+        return _traced(jax, part, take, indptr, indices, shape)
     devices, here = like.devices(), part.devices()
     if len(devices) != 1 or here != devices:
         return None
@@ -110,6 +114,25 @@ def sparse_gather(
     flat_take, coords = _on_device(jax, take, indptr, indices, shape, device)
     data = _gather(jax)(part, flat_take)
     return jax.tree_util.tree_unflatten(_treedef(jax, shape), [data, coords])
+
+
+def _traced(
+    jax: Any,
+    part: Any,
+    take: np.ndarray,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    shape: tuple[int, int],
+) -> Any:
+    """The gather of :func:`sparse_gather` on a tracer, in the enclosing trace: the places
+    and coordinates are numpy, closed over -- constants of the traced program, as the
+    seeds are -- so the compiled program holds the whole sparse Jacobian. (Under ``vmap``
+    the BCOO's data is batched and jax's BCOO batching gives a batch of matrices.)"""
+    flat = part.reshape(-1)
+    data = jax.numpy.take(flat, np.asarray(take, dtype=np.int32), mode="clip")
+    rows = np.repeat(np.arange(shape[0], dtype=np.int32), np.diff(indptr))
+    coords = np.stack([rows, np.asarray(indices, dtype=np.int32)], axis=1)
+    return jax.tree_util.tree_unflatten(_treedef(jax, shape), [data, jax.numpy.asarray(coords)])
 
 
 _GATHER: list[Any] = []

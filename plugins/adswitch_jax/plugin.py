@@ -349,13 +349,16 @@ class JaxBackend(BackendBase):
         f: Any,
         call: Callable[[Sequence[Any]], list[Any]],
         leaves: Sequence[Any],
+        active: Sequence[bool],
+        operator: str,
+        loss: Callable[[Sequence[Any]], Any] | None,
     ) -> Callable[[list[Any]], Sequence[Any] | None] | None:
         """The whole prepared call traced once under ``jax.jit``, called with only the
         checks that could tell it stale (``programs.shortcut``)."""
         self._load()
         from adswitch_jax.programs.shortcut import shortcut
 
-        return shortcut(slot, f, call, leaves)
+        return shortcut(slot, f, call, leaves, active, operator, loss)
 
     def stands_in(self, value: Any, cls: type) -> bool:
         """A jax tracer (``jax.jit``, ``vmap``, ``grad``) stands for a jax array, so a

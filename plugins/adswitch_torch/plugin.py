@@ -451,6 +451,27 @@ class TorchBackend(BackendBase):
             return torch.zeros_like(value, requires_grad=False)
         return np.zeros_like(value)
 
+    def prepared_shortcut(
+        self,
+        slot: dict[Any, Any],
+        f: Any,
+        call: Callable[[Sequence[Any]], list[Any]],
+        leaves: Sequence[Any],
+        active: Sequence[bool],
+        operator: str,
+        loss: Callable[[Sequence[Any]], Any] | None,
+    ) -> Callable[[list[Any]], Sequence[Any] | None] | None:
+        """A prepared top-level gradient of plain tensors: the full path's steps in a row,
+        without the layers between them (``_shortcut``); ``f`` runs on every call."""
+        torch = self._torch
+        if torch is None or self._copy_saved:
+            return None
+        passes = self._passes
+        assert passes is not None
+        from ._shortcut import shortcut
+
+        return shortcut(torch, passes.grad, leaves, active, operator, loss, self._strict)
+
     def writable(self, value: Any) -> bool:
         """Tensors and writable numpy arrays; a shadow made from a parameter's ``.grad``
         that has since been replaced is an ``ActivityError`` (``_grads``)."""

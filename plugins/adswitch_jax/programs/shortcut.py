@@ -92,9 +92,14 @@ def shortcut(
     func: Any,
     call: Callable[[Sequence[Any]], list[Any]],
     leaves: Sequence[Any],
+    active: Sequence[bool],
+    operator: str,
+    loss: Callable[[Sequence[Any]], Any] | None,
 ) -> Callable[[list[Any]], Sequence[Any] | None] | None:
     """The shortcut of a prepared call whose last full call left ``slot``, or ``None``
-    where this engine has none (see the module docstring)."""
+    where this engine has none (see the module docstring). ``active``, ``operator`` and
+    ``loss`` (the hook's, ``adswitch.spec``) play no part: the traced ``call`` is the
+    whole prepared call."""
     trace_ctx, eval_trace = _dispatch._trace_ctx, getattr(_dispatch, "_EvalTrace", None)
     if trace_ctx is None or eval_trace is None or type(func) is not types.FunctionType:
         return None

@@ -1,0 +1,99 @@
+"""A prepared call's result as a template (``adswitch.shortcut``): how to flatten it to
+its arrays and rebuild it from them, for results made of arrays, ``None`` and tuples
+(named ones included) or dicts of them; and whether two such results are the same, value
+for value and key for key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NOT_AN_ARRAY", "arrays_of", "builder", "flat", "same", "template"]
+
+NOT_AN_ARRAY = (int, float, complex, bool, str, bytes, type(None), list, tuple, dict)
+_ARRAY, _NONE = "array", "none"
+
+
+def template(result: Any) -> Any:
+    """How to rebuild ``result`` from its arrays, or ``None`` where it holds anything
+    else (a Python number, a string, a pullback...)."""
+    if result is None:
+        return _NONE
+    cls = type(result)
+    if cls is tuple or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        parts = [template(r) for r in result]
+        return None if None in parts else (cls, tuple(parts))
+    if cls is dict:
+        parts = [template(r) for r in result.values()]
+        return None if None in parts else (dict, tuple(result), tuple(parts))
+    if cls in NOT_AN_ARRAY or isinstance(result, np.generic | list):
+        return None
+    return _ARRAY if hasattr(result, "shape") and hasattr(result, "dtype") else None
+
+
+def arrays_of(template: Any) -> list[Any]:
+    """One entry per array of ``template``."""
+    if template == _ARRAY:
+        return [template]
+    if template == _NONE:
+        return []
+    return [a for sub in template[-1] for a in arrays_of(sub)]
+
+
+def flat(template: Any, result: Any, out: list[Any]) -> None:
+    """``result``'s arrays, in ``template``'s order, appended to ``out``."""
+    if template == _ARRAY:
+        out.append(result)
+    elif template != _NONE:
+        values = result.values() if template[0] is dict else result
+        for sub, value in zip(template[-1], values):
+            flat(sub, value, out)
+
+
+def _filled(template: Any, arrays: Any) -> Any:
+    if template == _ARRAY:
+        return next(arrays)
+    if template == _NONE:
+        return None
+    cls = template[0]
+    if cls is dict:
+        return {key: _filled(sub, arrays) for key, sub in zip(template[1], template[2])}
+    items = [_filled(sub, arrays) for sub in template[1]]
+    return tuple(items) if cls is tuple else cls(*items)
+
+
+def builder(template: Any) -> Callable[[Sequence[Any]], Any]:
+    """``template``'s rebuild from its arrays, made once: a plain tuple of arrays and
+    ``None`` (the commonest result, a gradient's) without recursion."""
+    if type(template) is tuple and template[0] is tuple and set(template[1]) <= {_ARRAY, _NONE}:
+        parts = template[1]
+        if all(part == _ARRAY for part in parts):
+            return tuple
+        at = [i for i, part in enumerate(parts) if part == _ARRAY]
+        n = len(parts)
+
+        def flat_tuple(arrays: Sequence[Any]) -> tuple[Any, ...]:
+            out: list[Any] = [None] * n
+            for i, array in zip(at, arrays):
+                out[i] = array
+            return tuple(out)
+
+        return flat_tuple
+    return lambda arrays: _filled(template, iter(arrays))
+
+
+def same(template: Any, ours: Any, theirs: Any) -> bool:
+    """Whether the shortcut's result is the full path's, value for value."""
+    if template == _NONE:
+        return ours is None and theirs is None
+    if type(ours) is not type(theirs):
+        return False
+    if template == _ARRAY:
+        return bool(np.array_equal(np.asarray(ours), np.asarray(theirs), equal_nan=True))
+    if template[0] is dict:
+        if tuple(ours) != template[1] or tuple(theirs) != template[1]:
+            return False
+        return all(map(same, template[2], ours.values(), theirs.values()))
+    return len(ours) == len(theirs) and all(map(same, template[1], ours, theirs))
