@@ -247,7 +247,7 @@ class Prepared:
             plan,
             args,
             result,
-            lambda a: self._full(a),
+            self._full,
             self._name,
         )
 

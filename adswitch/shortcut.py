@@ -93,8 +93,10 @@ def _leaves_of(specs: tuple[_Arg, ...], args: Sequence[Any]) -> list[Any] | None
     return leaves
 
 
-def _rebuilt(specs: tuple[_Arg, ...], leaves: Sequence[Any]) -> list[Any]:
-    """The arguments of ``leaves`` (any values, tracers included) as ``specs`` shape them."""
+def _rebuilt(specs: tuple[_Arg, ...], leaves: Sequence[Any], wrap: bool = True) -> list[Any]:
+    """The arguments of ``leaves`` (any values, tracers included) as ``specs`` shape them:
+    dicts rebuilt, ``Const`` ones wrapped again (``wrap``: as the prepared call takes
+    them) or left bare (as ``f`` gets them)."""
     args: list[Any] = []
     k = 0
     for spec in specs:
@@ -104,7 +106,7 @@ def _rebuilt(specs: tuple[_Arg, ...], leaves: Sequence[Any]) -> list[Any]:
         else:
             value = dict(zip(spec.keys, leaves[k : k + len(spec.keys)]))
             k += len(spec.keys)
-        args.append(Const(value) if spec.const else value)
+        args.append(Const(value) if wrap and spec.const else value)
     return args
 
 
@@ -128,17 +130,9 @@ def _loss_caller(
                 calls.reset(token)
 
         return bare
-    spans: list[tuple[int, tuple[Any, ...] | None]] = []
-    k = 0
-    for spec in specs:
-        spans.append((k, spec.keys))
-        k += 1 if spec.keys is None else len(spec.keys)
 
     def trees(values: Sequence[Any]) -> Any:
-        args = [
-            values[at] if keys is None else dict(zip(keys, values[at : at + len(keys)]))
-            for at, keys in spans
-        ]
+        args = _rebuilt(specs, values, wrap=False)
         token = calls.set(inside)
         try:
             return loss_of(f(*args))
