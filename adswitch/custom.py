@@ -38,7 +38,7 @@ from adswitch.rule_args import (
 )
 from adswitch.rule_bare import bare_args, call_bare_vjp
 from adswitch.rule_base import RuleBase
-from adswitch.selection import enclosing
+from adswitch.selection import current_calls, enclosing
 
 __all__ = ["custom_jvp", "custom_vjp", "stop_gradient"]
 
@@ -64,9 +64,10 @@ class custom_vjp(RuleBase):
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any) -> Any:
-        engine = enclosing()
-        if engine is None or id(self) in running_rules.get():
+        calls = current_calls.get()  # (``enclosing()`` inline: every rule call runs this)
+        if not calls or id(self) in running_rules.get():
             return self.fun(*args)
+        engine = calls[-1]
         if self.fwd is None or self.bwd is None:
             raise UsageError(
                 f"{self._name()} is differentiated but defvjp was never called: call "

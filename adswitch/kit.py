@@ -32,7 +32,7 @@ class EngineLoader:
 
     Args:
         engine: the engine's name, for messages.
-        module: the adapter module to import, e.g. ``"adswitch_torch._call"``.
+        module: the adapter module to import, e.g. ``"adswitch_torch.primitives.call"``.
         distributions: the packages the engine needs (their versions come from package
             metadata, without importing them); the first one's version is the engine's.
         install_hint: the command that installs them.

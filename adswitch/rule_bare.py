@@ -66,7 +66,7 @@ def call_bare_vjp(rule: Any, engine: Any, args: tuple[Any, ...]) -> Any:
         hook = engine_hook(engine, "custom_vjp", rule._name())  # raises, naming the fix
     leaves = list(args)
     active = active_leaves(engine, leaves)
-    me = frozenset((id(rule),))  # what ``primal(rule)`` adds to the running rules
+    me = rule._me  # what ``primal(rule)`` adds to the running rules
     if not any(active):  # nothing this engine differentiates: f itself (``call_hook``)
         token = running_rules.set(running_rules.get() | me)
         try:
@@ -85,7 +85,8 @@ def call_bare_vjp(rule: Any, engine: Any, args: tuple[Any, ...]) -> Any:
     handlers = trees._HANDLERS
 
     def fn(values: list[Any]) -> list[Any]:
-        token = running_rules.set(running_rules.get() | me)
+        running = running_rules.get()
+        token = running_rules.set(running | me if running else me)
         try:
             out_leaves, td = trees.flatten(rule.fun(*values))
         finally:
@@ -94,7 +95,8 @@ def call_bare_vjp(rule: Any, engine: Any, args: tuple[Any, ...]) -> Any:
         return out_leaves
 
     def fwd(values: list[Any]) -> tuple[list[Any], Any]:
-        token = running_rules.set(running_rules.get() | me)
+        running = running_rules.get()
+        token = running_rules.set(running | me if running else me)
         try:
             pair = user_fwd(*values)
         finally:

@@ -42,6 +42,8 @@ class RuleBase:
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
         self._out_structure: dict[Hashable, trees.TreeDef] = {}
+        # what ``primal(self)`` adds to the running rules (made once: rule calls are hot)
+        self._me = frozenset((id(self),))
 
     def _name(self) -> str:
         return f"{self.kind}({self.__name__})"

@@ -93,13 +93,16 @@ class _Engine:
 
 
 def _call_with_hooks(monkeypatch: pytest.MonkeyPatch, f: Any, *args: Any) -> _Engine:
-    import adswitch.custom as custom
+    from adswitch.selection import current_calls
 
     engine = _Engine()
     engine.name = "stand-in"  # type: ignore[attr-defined]
     engine.owns = lambda x: isinstance(x, np.ndarray)  # type: ignore[attr-defined]
-    monkeypatch.setattr(custom, "enclosing", lambda: engine)
-    f(*args)
+    token = current_calls.set((engine,))  # (as if f ran inside a call on the stand-in)
+    try:
+        f(*args)
+    finally:
+        current_calls.reset(token)
     return engine
 
 

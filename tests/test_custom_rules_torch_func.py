@@ -1,5 +1,5 @@
 """``ad.custom_vjp`` / ``ad.custom_jvp`` on torch composed with ``torch.func`` (the
-new-style Functions of ``adswitch_torch._custom``). Oracles: closed forms (softmax,
+new-style Functions of ``adswitch_torch.integrations.custom``). Oracles: closed forms (softmax,
 sigmoid and their derivatives), never the engine against itself."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 import array_api_compat.torch.linalg as compat
 import torch
-from adswitch_torch.namespace import float64_namespace
+from adswitch_torch.xp.namespace import float64_namespace
 from linalg_regular_cases import (
     NAMES,
     STACKS,

@@ -54,7 +54,7 @@ from spectral_degenerate_cases import (
 pytest.importorskip("torch")
 
 import torch
-from adswitch_torch.namespace import float64_namespace
+from adswitch_torch.xp.namespace import float64_namespace
 
 import adswitch as ad
 from adswitch.errors import UnsupportedError
@@ -231,7 +231,7 @@ def test_the_checks_decide_alike_however_they_read_the_values(
 ) -> None:
     """One small matrix's values are read as Python floats, larger ones with numpy (CPU)
     or with torch's operations (other devices: forced here), to the same decisions."""
-    from adswitch_torch import _linalg_support
+    from adswitch_torch.xp.linalg import support as _linalg_support
 
     if reading != "floats":
         monkeypatch.setattr(_linalg_support, "_FEW", 0)

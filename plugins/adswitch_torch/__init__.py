@@ -11,7 +11,7 @@ Example:
 
 from typing import Any
 
-from .modules import functional_module, grad_shadow
+from .integrations.modules import functional_module, grad_shadow
 from .plugin import TorchBackend
 
 __all__ = ["FunctionalModule", "TorchBackend", "functional_module", "grad_shadow"]
@@ -19,7 +19,7 @@ __all__ = ["FunctionalModule", "TorchBackend", "functional_module", "grad_shadow
 
 def __getattr__(name: str) -> Any:
     if name == "FunctionalModule":
-        from . import modules
+        from .integrations import modules
 
         return modules.FunctionalModule
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,19 +11,19 @@ How a call runs (``TorchBackend.value_and_grad``):
       the outer graph. Only uses through the view count, so a function that also
       closes over the outer value is not confused with its argument.
     * ``torch.autograd.grad(loss, inputs, create_graph=depth > 0, allow_unused=True)``
-      (through the function it ends in, see ``_backward``); unused leaves get zeros.
+      (through the function it ends in, see ``backward``); unused leaves get zeros.
       A graph for second derivatives is built only when an enclosing call will
       differentiate the gradient.
     * Gradients come back in the leaf's kind, dtype and device (numpy in, numpy out, jax
       in, jax out); outputs come back detached, as numpy when no leaf was a tensor (as
       jax when every array leaf was a jax array). In a nested call a value still
       attached to the enclosing graph stays a tensor.
-    * jax arrays are copied in through DLPack (``_foreign``); any other array kind, and
+    * jax arrays are copied in through DLPack (``jax_arrays``); any other array kind, and
       jax tracers, are an ``UnsupportedError`` naming the kind before ``f`` runs.
 
-The other primitives trace the leaves the same way (``_trace``), so every rule here holds
+The other primitives trace the leaves the same way (``trace``), so every rule here holds
 for them too:
-    * ``vjp`` (``_reverse``): ``f`` runs once; the pullback is one backward pass with the
+    * ``vjp`` (``reverse``): ``f`` runs once; the pullback is one backward pass with the
       cotangents as ``grad_outputs`` on the kept graph, as often as it is called; a batch
       of cotangents is one pass under ``torch.func.vmap`` (a loop if torch cannot batch an
       operation's backward). The pullback owns what it needs: numpy leaves are copied
@@ -37,7 +37,7 @@ for them too:
     * ``vjp_apply``: the same, fused, along the front end's seed (a Jacobian's identity
       basis, batched); in a prepared call the seed's tensors are made once
       (``CallInfo.prepared``).
-    * ``jvp`` (``_forward``): one tangent per leaf runs torch's forward AD on the traced
+    * ``jvp`` (``forward``): one tangent per leaf runs torch's forward AD on the traced
       leaves, made dual tensors carrying copies of the tangents (at top level they do
       not require grad: no reverse graph is recorded; ``float(x)``, ``x.numpy()`` and the
       exact ``**`` are guarded for values carrying a tangent as for values that require
@@ -63,16 +63,16 @@ of its own in torch). ``under=("vmap",)``: an adswitch call runs inside the call
 is not declared (the suite does not run it: each case would compile anew).
 
 Modules (``modules``): parameters are leaves. A trainable parameter's default
-``Duplicated`` shadow is its ``.grad`` (``_grads``), so ``ad.Duplicated(model)`` feeds
+``Duplicated`` shadow is its ``.grad`` (``grad_shadows``), so ``ad.Duplicated(model)`` feeds
 ``torch.optim``. A ``DistributedDataParallel`` module gets what DDP's backward gives, the
 average over its process group (the local gradient inside ``no_sync``), and DDP's reducer
-is left alone (``_distributed``); FSDP modules and DTensor parameters are an
+is left alone (``ddp``); FSDP modules and DTensor parameters are an
 ``UnsupportedError``.
 
 numpy functions applied to the tensors ``f`` receives work where numpy only calls a tensor
 method torch has (``np.squeeze``); otherwise torch's or numpy's error becomes an
 ``UnsupportedError`` naming the numpy function, the ``xp`` function to use and the line
-(``_errors``).
+(``errors``).
 
 Mutation, default mode: writes into a differentiated argument raise ``MutationError``
 (torch refuses them; the message names the line and the fix); writes into fresh
@@ -102,16 +102,16 @@ every other primitive -- ``ad.vjp``, ``ad.jvp``, ``ad.jacobian``, ``ad.hessian``
 ``ad.hvp`` -- is an ``UnsupportedError`` while a DDP argument synchronises (DDP defines
 no average of a Jacobian or a tangent, and averaging by mode would make reverse and
 forward Jacobians differ), and gives this rank's local result inside ``model.no_sync()``
-(``_distributed.refuse_synchronised``).
+(``ddp.refuse_synchronised``).
 
 ``float(x)``/``x.item()``/``x.tolist()`` on a traced tensor would yield a Python number that
 torch treats as a constant (plain torch only warns): while ``f`` runs they raise
-``UnsupportedError`` instead (see ``_guard``; ``TorchBackend(strict=False)`` turns it off).
+``UnsupportedError`` instead (see ``tensor_patches``; ``TorchBackend(strict=False)`` turns it off).
 
 Powers with a differentiated exponent: torch's own ``pow`` rule makes nested derivatives
 with respect to the exponent silently wrong at ``e == 0`` (``namespace`` doc). ``xp.pow``
 and, while ``f`` runs, the ``**``/``**=`` operators and ``Tensor.pow``/``pow_`` use an exact
-rule (``_guard``). Known limit: the module functions ``torch.pow(b, e)`` and
+rule (``tensor_patches``). Known limit: the module functions ``torch.pow(b, e)`` and
 ``torch.float_power(b, e)`` keep torch's rule -- replacing them would change a builtin
 that TorchScript and ``torch.compile`` resolve by identity, for every torch user, and a
 ``TorchFunctionMode`` would tax every operation. Write ``xp.pow(b, e)`` or ``b ** e``.
@@ -122,9 +122,17 @@ Linear algebra: torch's own derivatives are silently wrong at some degenerate po
 repeated singular values (the polar factor of an orthogonal matrix), ``slogdet``'s and
 ``qr``'s are ``inf``/NaN or of size ``1/eps`` at singular matrices. ``xp.linalg`` takes
 rules that are right there or raise an ``UnsupportedError`` with the fix
-(``adswitch_torch.linalg``). Known limit: ``torch.linalg.det(x)`` and the other
+(``adswitch_torch.xp.linalg``). Known limit: ``torch.linalg.det(x)`` and the other
 ``torch.linalg`` functions called directly keep torch's rules (for the reason above):
 write ``xp.linalg.det(x)``.
+
+Two off switches, read from the environment when the engine is first imported:
+``ADSWITCH_TORCH_PRIVATE_API=0`` takes torch's public API (``torch.autograd.grad``,
+``torch.func.vmap``, ``Function.apply``) where the engine would call private torch
+functions for speed -- the same results, slower (``private_api`` lists them all); and
+``ADSWITCH_TORCH_TENSOR_PATCHES=0`` leaves ``torch.Tensor`` unpatched, losing the float
+conversion and ``numpy()`` refusals and the exact rule of ``**`` above
+(``refusals.tensor_patches`` says exactly what is lost).
 """
 
 from __future__ import annotations
@@ -150,19 +158,27 @@ from adswitch.spec import (
     hookimpl,
 )
 
-from . import _custom, _forward, _reverse
-from ._backward import Passes, make_passes
-from ._call import differentiate
-from ._convert import byte_range
-from ._distributed import BATCH
-from ._foreign import KINDS
-from ._grad_mode import recording
-from ._grads import attach, check_still_grad, grad_of
-from ._modes import traced
+from . import private_api
+from .integrations import custom
+from .integrations.custom_eager import eager_vjp
+from .integrations.ddp import BATCH
+from .integrations.grad_shadows import attach, check_still_grad, grad_of
+from .integrations.jax_arrays import KINDS
+from .primitives import forward, reverse
+from .primitives.backward import Passes, make_passes
+from .primitives.call import differentiate
+from .primitives.convert import byte_range
+from .primitives.forward_mode import traced
+from .primitives.grad_mode import recording
 
 __all__ = ["TorchBackend", "adswitch_backend"]
 
 _INSTALL_HINT = 'pip install "adswitch[torch]"'
+
+
+def _never() -> bool:
+    """No ``torch.func`` transform runs before torch is loaded."""
+    return False
 
 
 class TorchBackend(BackendBase):
@@ -209,7 +225,7 @@ class TorchBackend(BackendBase):
                 the right gradient (see the module doc). Costs one copy per saved tensor.
             strict: refuse ``float(x)``/``x.item()``/``x.tolist()`` on values being
                 differentiated (torch would silently treat the number as a constant)
-                with ``UnsupportedError``. Costs ~25 µs per call (``_guard``).
+                with ``UnsupportedError``. Costs ~25 µs per call (``tensor_patches``).
         """
         self._loader = EngineLoader("torch", "torch", ("torch",), _INSTALL_HINT)
         self._copy_saved = copy_saved
@@ -217,6 +233,7 @@ class TorchBackend(BackendBase):
         if copy_saved:
             self.capabilities = replace(self.capabilities, mutation=True, fresh_buffer_writes=True)
         self._torch: Any = None
+        self._transforms_active: Callable[[], bool] = _never  # (set with ``_torch``)
         self._passes: Passes | None = None
         self._namespace: Any = None
         self._trees_registered = False
@@ -236,6 +253,7 @@ class TorchBackend(BackendBase):
         if torch is None:
             torch = self._loader.load()
             self._passes = make_passes(torch)
+            self._transforms_active = private_api.transforms_active(torch)
             self._torch = torch
         return torch
 
@@ -249,7 +267,7 @@ class TorchBackend(BackendBase):
         if ns is None:
             self._engine()
             try:
-                from .namespace import float64_namespace
+                from .xp.namespace import float64_namespace
 
                 ns = self._namespace = float64_namespace()
             except ImportError as exc:
@@ -274,12 +292,12 @@ class TorchBackend(BackendBase):
     def vjp(
         self, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
     ) -> tuple[list[Any], Pullback]:
-        """Run ``fn`` once and return its outputs and a reusable pullback (``_reverse``)."""
+        """Run ``fn`` once and return its outputs and a reusable pullback (``reverse``)."""
         torch = self._torch or self._engine()
         passes = self._passes
         assert passes is not None
         with recording(torch, leaves, active):
-            return _reverse.vjp(
+            return reverse.vjp(
                 torch, passes, fn, leaves, active, info, self._copy_saved, self._strict
             )
 
@@ -291,12 +309,12 @@ class TorchBackend(BackendBase):
         seed: SeedFn,
         info: CallInfo,
     ) -> tuple[list[Any], list[Any | None]]:
-        """One run of ``fn`` and one (batched) backward pass along the seed (``_reverse``)."""
+        """One run of ``fn`` and one (batched) backward pass along the seed (``reverse``)."""
         torch = self._torch or self._engine()
         passes = self._passes
         assert passes is not None
         with recording(torch, leaves, active):
-            return _reverse.vjp_apply(
+            return reverse.vjp_apply(
                 torch, passes, fn, leaves, active, seed, info, self._copy_saved, self._strict
             )
 
@@ -309,12 +327,12 @@ class TorchBackend(BackendBase):
         info: CallInfo,
     ) -> tuple[list[Any], list[Any]]:
         """Push ``tangents`` through ``fn``: forward AD, or reverse mode for batches
-        (``_forward``)."""
+        (``forward``)."""
         torch = self._torch or self._engine()
         passes = self._passes
         assert passes is not None
         with recording(torch, leaves, active):
-            return _forward.jvp(
+            return forward.jvp(
                 torch, passes, fn, leaves, active, tangents, info, self._copy_saved, self._strict
             )
 
@@ -326,8 +344,13 @@ class TorchBackend(BackendBase):
         leaves: Sequence[Any],
         active: Sequence[bool],
     ) -> list[Any]:
-        """A user's vjp rule as a ``torch.autograd.Function`` (``_custom``)."""
-        return _custom.custom_vjp(self._torch or self._engine(), fn, fwd, bwd, leaves, active)
+        """A user's vjp rule as a ``torch.autograd.Function`` (``integrations.custom``;
+        outside ``torch.func`` the old-style one of ``integrations.custom_eager``, called
+        from here: a tiny rule's budget is a few microseconds)."""
+        torch = self._torch or self._engine()
+        if self._transforms_active():
+            return custom.custom_vjp_transformed(torch, fn, fwd, bwd, leaves)
+        return eager_vjp(torch, fwd, bwd, leaves)
 
     def custom_jvp(
         self,
@@ -336,8 +359,8 @@ class TorchBackend(BackendBase):
         leaves: Sequence[Any],
         active: Sequence[bool],
     ) -> list[Any]:
-        """A user's jvp rule as a ``torch.autograd.Function`` (``_custom``)."""
-        return _custom.custom_jvp(self._torch or self._engine(), fn, rule, leaves, active)
+        """A user's jvp rule as a ``torch.autograd.Function`` (``custom``)."""
+        return custom.custom_jvp(self._torch or self._engine(), fn, rule, leaves, active)
 
     def is_traced(self, value: Any) -> bool:
         """Whether ``value`` carries derivatives: a graph (``requires_grad``), a
@@ -345,13 +368,13 @@ class TorchBackend(BackendBase):
         torch = self._torch or self._engine()
         if not isinstance(value, torch.Tensor):
             return False
-        if value.requires_grad or torch._C._functorch.is_gradtrackingtensor(value):
+        if value.requires_grad or private_api.is_gradtracking(torch)(value):
             return True
         return torch.autograd.forward_ad.unpack_dual(value).tangent is not None
 
     def stop_gradient(self, value: Any) -> Any:
-        """``value.detach()`` (``_custom``)."""
-        return _custom.stop_gradient(self._torch or self._engine(), value)
+        """``value.detach()`` (``custom``)."""
+        return custom.stop_gradient(self._torch or self._engine(), value)
 
     def to_host(self, value: Any) -> Any:
         """A tensor as numpy for host code (``adswitch.host_rules``): shares a CPU tensor's
@@ -360,7 +383,7 @@ class TorchBackend(BackendBase):
         torch = self._torch or self._engine()
         if torch.is_grad_enabled() and value.requires_grad:
             return None
-        if torch._C._functorch.is_functorch_wrapped_tensor(value):
+        if private_api.is_wrapped(torch)(value):
             return None  # a torch.func level's value (batched or traced): no host array
         if torch.autograd.forward_ad.unpack_dual(value).tangent is not None:
             return None
@@ -382,8 +405,8 @@ class TorchBackend(BackendBase):
         like: Any,
     ) -> Any:
         """A sparse result block as a ``torch.sparse_csr_tensor`` on ``like``'s device
-        (``_sparse``)."""
-        from ._sparse import sparse_result
+        (``sparse``)."""
+        from .primitives.sparse import sparse_result
 
         return sparse_result(self._torch or self._engine(), indptr, indices, data, shape, like)
 
@@ -397,8 +420,8 @@ class TorchBackend(BackendBase):
         like: Any,
     ) -> Any:
         """Compressed results decompressed on their device into a
-        ``torch.sparse_csr_tensor``, or ``None`` (``_sparse``)."""
-        from ._sparse import sparse_gather
+        ``torch.sparse_csr_tensor``, or ``None`` (``sparse``)."""
+        from .primitives.sparse import sparse_gather
 
         torch = self._torch or self._engine()
         return sparse_gather(torch, part, take, indptr, indices, shape, like)
@@ -406,10 +429,10 @@ class TorchBackend(BackendBase):
     def checkpoint(
         self, fn: Callable[[list[Any]], list[Any]], leaves: Sequence[Any], active: Sequence[bool]
     ) -> list[Any]:
-        """``torch.utils.checkpoint.checkpoint`` (non-reentrant) around ``fn`` (``_checkpoint``)."""
-        from . import _checkpoint
+        """``torch.utils.checkpoint.checkpoint`` (non-reentrant) around ``fn`` (``checkpoint``)."""
+        from .integrations import checkpoint
 
-        return _checkpoint.checkpoint(self._torch or self._engine(), fn, leaves, active)
+        return checkpoint.checkpoint(self._torch or self._engine(), fn, leaves, active)
 
     def add_into(self, shadow: Any, grad: Any) -> None:
         """``shadow += grad`` in place, on the shadow's device (never through the host)."""
@@ -441,7 +464,7 @@ class TorchBackend(BackendBase):
 
     def zeros_like(self, value: Any) -> Any:
         """Zeros of the same kind, shape, dtype and device (never requiring grad); for a
-        trainable ``torch.nn.Parameter``, its ``.grad`` (see ``_grads``): the default
+        trainable ``torch.nn.Parameter``, its ``.grad`` (see ``grad_shadows``): the default
         shadow of ``ad.Duplicated(model)`` is what ``torch.optim`` reads."""
         # Asked only of values this engine owns (torch is imported): load the adapter.
         torch = self._torch or self._engine()
@@ -462,19 +485,19 @@ class TorchBackend(BackendBase):
         loss: Callable[[Sequence[Any]], Any] | None,
     ) -> Callable[[list[Any]], Sequence[Any] | None] | None:
         """A prepared top-level gradient of plain tensors: the full path's steps in a row,
-        without the layers between them (``_shortcut``); ``f`` runs on every call."""
+        without the layers between them (``shortcut``); ``f`` runs on every call."""
         torch = self._torch
         if torch is None or self._copy_saved:
             return None
         passes = self._passes
         assert passes is not None
-        from ._shortcut import shortcut
+        from .primitives.shortcut import shortcut
 
         return shortcut(torch, passes.grad, leaves, active, operator, loss, self._strict)
 
     def writable(self, value: Any) -> bool:
         """Tensors and writable numpy arrays; a shadow made from a parameter's ``.grad``
-        that has since been replaced is an ``ActivityError`` (``_grads``)."""
+        that has since been replaced is an ``ActivityError`` (``grad_shadows``)."""
         torch = self._torch or self._engine()
         if isinstance(value, torch.Tensor):
             check_still_grad(value)
@@ -492,11 +515,11 @@ class TorchBackend(BackendBase):
         return ra[1] < rb[2] and rb[1] < ra[2]
 
     def register_trees(self, register: Callable[..., None]) -> None:
-        """Register ``torch.nn.Module`` (see ``adswitch_torch.modules``)."""
+        """Register ``torch.nn.Module`` (see ``adswitch_torch.integrations.modules``)."""
         if self._trees_registered:
             return
         self._engine()
-        from .modules import register_module_trees
+        from .integrations.modules import register_module_trees
 
         register_module_trees(register)
         self._trees_registered = True
