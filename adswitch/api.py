@@ -80,6 +80,6 @@ def gradient(
         >>> ad.gradient(lambda x: ad.array_namespace(x).sum(x**2), np.array([1.0, 2.0]))
         (array([2., 4.]),)
     """
-    if zero is not True and zero is not False:  # (``differentiate`` inline: the hot path)
+    if zero is not True and zero is not False:  # (the flag check inline: the hot path)
         check_flag("zero", zero)
     return run_gradient(start(f, args, backend, "gradient"), f, zero, "gradient")[1]

@@ -65,7 +65,15 @@ class Started(NamedTuple):
         prepared = self.prepared
         if prepared is not None and extra is not None:
             prepared = prepared.setdefault(extra, {})  # one slot per primitive program
-        return CallInfo(self.depth, cache_key, entry, f, False, prepared, structure, outputs)
+        return CallInfo(
+            depth=self.depth,
+            cache_key=cache_key,
+            entry=entry,
+            func=f,
+            prepared=prepared,
+            structure_key=structure,
+            wants_outputs=outputs,
+        )
 
 
 def start(
@@ -112,13 +120,6 @@ def start(
 
 
 _new_tuple = tuple.__new__
-# ``run_gradient`` builds a CallInfo by position (see above): a field added or moved in
-# ``spec.CallInfo`` must fail here, at import, not shift meanings silently.
-if CallInfo._fields != (
-    "depth", "cache_key", "entry", "func", "batched", "prepared", "structure_key",
-    "wants_outputs",
-):  # fmt: skip
-    raise ImportError("adswitch.call builds CallInfo by position: update run_gradient")
 
 
 class running:  # (lower case: it reads as the function it was, ``with running(engine):``)
@@ -147,7 +148,7 @@ def run_gradient(
     plan, engine, depth, prepared, _ = started
     fn = LossFunction(f, plan)
     if prepared is None and not engine.capabilities.compiles:  # no keys to make: built here
-        info = _new_tuple(CallInfo, (depth, None, entry, f, False, None, None, entry != "gradient"))
+        info = CallInfo(depth=depth, entry=entry, func=f, wants_outputs=entry != "gradient")
     else:
         info = started.info(f, entry, outputs=entry != "gradient")
     calls = selection.current_calls

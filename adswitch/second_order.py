@@ -47,7 +47,7 @@ class GradientFunction:
 
     def __call__(self, values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         depth = len(selection.current_calls.get())
-        info = CallInfo(depth, None, "gradient", self.f)
+        info = CallInfo(depth=depth, entry="gradient", func=self.f)
         with running(self.engine):
             _, grads = derive.value_and_grad(self.engine, self.loss, values, self.active, info)
         diffs = [g for g, a in zip(grads, self.active) if a]
@@ -71,11 +71,9 @@ def _second_order_strategy(engine: Backend, operator: str) -> str:
             "engine that differentiates its own gradients (Capabilities.nested). Choose "
             "another engine with backend=, e.g. 'tape'."
         )
-    preferred = engine.capabilities.second_order
-    if preferred == "reverse-over-reverse":
-        return preferred
-    if "jvp" in derive.natives(engine) and (
-        preferred == "forward-over-reverse" or engine.capabilities.forward
+    # (``Capabilities.second_order`` is resolved when made: never ``""`` here)
+    if engine.capabilities.second_order == "forward-over-reverse" and "jvp" in derive.natives(
+        engine
     ):
         return "forward-over-reverse"
     return "reverse-over-reverse"

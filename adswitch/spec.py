@@ -27,7 +27,7 @@ more slowly; implement more of them for speed):
       reusable pullback ``cotangents -> one gradient per leaf``;
     * :meth:`Backend.jvp` -- forward mode: push one tangent per leaf through ``fn``;
     * :meth:`Backend.value_and_grad` -- the gradient of a scalar loss (the fast path of
-      ``ad.gradient``; derived from ``vjp`` when absent);
+      ``ad.gradient``; derived from the others when absent);
     * :meth:`Backend.vjp_apply` -- ``vjp`` and one call of its pullback fused, with the
       cotangents made from the outputs' shapes (lets a compiling engine build one
       program for a whole Jacobian).
@@ -43,15 +43,23 @@ An engine that calls ``fn`` several times (finite differences, a retrace) must m
 *last* call on the caller's own leaves and every earlier one on copies, so that a
 mutating ``f`` leaves the caller's arrays as one plain call would.
 
-Example (a forward-difference engine with one primitive; ``plugins/adswitch_fd`` is the
-complete order-4 version, ``examples/adswitch-dual`` a true forward mode)::
+Example (a forward-difference engine with one primitive, runnable as it stands --
+``tests/test_api_engine_contract.py`` runs it; ``plugins/adswitch_fd`` is the complete
+order-4 version, with kinks detected, ``examples/adswitch-dual`` a true forward mode)::
+
+    import copy
+
+    from adswitch.spec import Backend, BackendBase, Capabilities, hookimpl
 
     class MyBackend(BackendBase):
         name = "mine"
         install_hint = 'pip install "adswitch-mine"'
-        capabilities = Capabilities(accuracy=1e-5)   # approximate: say how much
+        # approximate: say how much; no rule hooks (differences of f ignore a rule)
+        capabilities = Capabilities(accuracy=1e-5, custom_vjp=False, rules=False)
+
         def version(self) -> str:
             return "1.0"
+
         def jvp(self, fn, leaves, active, tangents, info):
             h = 1e-7
             probe = [x + h * t if a else copy.copy(x)
@@ -63,6 +71,10 @@ complete order-4 version, ``examples/adswitch-dual`` a true forward mode)::
     @hookimpl
     def adswitch_backend() -> Backend:
         return MyBackend()
+
+Every operator then works on it (``ad.gradient(f, x, backend=MyBackend())``, ``ad.vjp``,
+``ad.jacobian``...): the front end derives them from ``jvp``. Second derivatives
+(``ad.hessian``, ``ad.hvp``) also need ``Capabilities.nested``.
 """
 
 from __future__ import annotations
@@ -86,7 +98,7 @@ from adswitch.closures import (
     read_probe,
     walk_closures,
 )
-from adswitch.errors import UnsupportedError
+from adswitch.errors import UnsupportedError, UsageError
 from adswitch.kit import EngineLoader, MissingMethodError, array_methods, user_line
 from adswitch.leaves import leaf_kind
 from adswitch.limits import FInfo, IInfo, numpy_finfo, numpy_iinfo
@@ -125,6 +137,7 @@ __all__ = [
     "LossFn",
     "OutputFn",
     "Pullback",
+    "SECOND_ORDER",
     "SeedFn",
     "TreeNode",
     "Backend",
@@ -190,17 +203,21 @@ class Capabilities:
         array_kinds: kinds of input arrays it accepts (``"numpy"``, ``"torch"``, ``"jax"``).
         compiles: repeated calls reuse a compiled program (a cache keyed by ``CallInfo.cache_key``).
         forward: ``jvp`` is a true forward mode (one pass with the tangents, cheaper than
-            a second reverse pass): the front end then computes Hessian-vector products
-            forward-over-reverse, else reverse-over-reverse (which needs ``nested``).
+            a second reverse pass): ``jacobian(mode="auto")`` may then take forward mode,
+            and ``second_order`` defaults to forward-over-reverse (else
+            reverse-over-reverse, which needs ``nested``).
         batching: ``vjp``'s pullbacks, ``vjp_apply`` and ``jvp`` accept a leading batch
             axis of cotangents/tangents (one pass for a whole Jacobian or Hessian).
         extensions: the Array API extensions its namespace differentiates (``"linalg"``,
             ``"fft"``); a function of another extension is an ``UnsupportedError``.
-        second_order: how the engine prefers Hessians and Hessian-vector products:
-            ``"forward-over-reverse"`` (a ``jvp`` of the gradient) or
-            ``"reverse-over-reverse"`` (a pullback of it); ``""`` decides by ``forward``
-            (an engine whose forward mode is true but costs more than a second reverse
-            pass over its own gradient -- torch's -- says ``"reverse-over-reverse"``).
+        second_order: the one field that decides how the front end computes Hessians
+            and Hessian-vector products: ``"forward-over-reverse"`` (a ``jvp`` of the
+            gradient; taken only where the engine implements ``jvp``) or
+            ``"reverse-over-reverse"`` (a pullback of it). Left out (``""``), it is set
+            from ``forward`` when the object is made: forward-over-reverse for a true
+            forward mode, else reverse-over-reverse. An engine whose forward mode is true
+            but costs more than a second reverse pass over its own gradient -- torch's --
+            says ``"reverse-over-reverse"``. Any other string is a ``UsageError``.
         accuracy: the relative accuracy an approximate engine promises for float64
             results (finite differences: ``1e-6``); ``None`` for exact AD (correct up to
             rounding). The conformance suite widens its tolerances to it, never below
@@ -240,6 +257,22 @@ class Capabilities:
     rules: bool = True
     under: tuple[str, ...] = ()
     batched_rules: bool = False
+
+    def __post_init__(self) -> None:
+        # Resolved here, once: the front end reads this one field (``forward`` also
+        # steers Jacobian modes, but no longer the second-order strategy).
+        if self.second_order == "":
+            strategy = "forward-over-reverse" if self.forward else "reverse-over-reverse"
+            object.__setattr__(self, "second_order", strategy)
+        elif self.second_order not in SECOND_ORDER:
+            raise UsageError(
+                f"Capabilities(second_order={self.second_order!r}) is not a strategy: "
+                f"say one of {SECOND_ORDER!r}, or leave it out to decide by forward."
+            )
+
+
+SECOND_ORDER = ("forward-over-reverse", "reverse-over-reverse")
+"""The values of :attr:`Capabilities.second_order`."""
 
 
 class CallInfo(NamedTuple):
@@ -677,8 +710,9 @@ class BackendBase:
     """Defaults for a :class:`Backend`: numpy arrays, CPU, nothing to register.
 
     Subclasses set the class attributes and implement :meth:`version` and at least one
-    primitive of :data:`PRIMITIVES` (any one is enough: the front end derives the
-    others); they override the rest when their arrays are not numpy.
+    primitive of :data:`PRIMITIVES` -- any one: the front end derives the others from it,
+    more slowly (the module docstring's example implements ``jvp`` alone); they override
+    the rest when their arrays are not numpy.
     """
 
     name: str = ""

@@ -118,3 +118,77 @@ def test_cache_key_changes_with_activity_and_constants() -> None:
     assert base != cache_key(Plan((x, ad.Const(4))), len)  # static constants do
     assert base != cache_key(Plan((ad.Const(x), 3.0)), len)  # activity does
     assert base != cache_key(Plan((x, ad.Const(3))), sum)  # the function does
+
+
+def _spec_example() -> dict[str, Any]:
+    """The engine of ``adswitch.spec``'s module docstring, executed as it is written."""
+    import textwrap
+
+    from adswitch import spec
+
+    doc = spec.__doc__ or ""
+    start = doc.index("::\n", doc.index("Example (")) + 3
+    end = doc.index("\n\nEvery operator then works", start)
+    namespace: dict[str, Any] = {}
+    exec(textwrap.dedent(doc[start:end]), namespace)
+    return namespace
+
+
+def test_the_spec_example_engine_runs_every_first_order_operator() -> None:
+    example = _spec_example()
+    engine = example["adswitch_backend"]()
+    assert isinstance(engine, example["MyBackend"]) and engine.version() == "1.0"
+    x = np.array([0.5, -1.0, 2.0])
+
+    def f(x: Any) -> Any:
+        xp = ad.array_namespace(x)
+        return xp.sum(xp.sin(x) * x)
+
+    # closed forms: d/dx sum(x sin x) = sin x + x cos x; d/dx sin(x) = diag(cos x)
+    (g,) = ad.gradient(f, x, backend=engine)
+    np.testing.assert_allclose(g, np.sin(x) + x * np.cos(x), rtol=1e-5, atol=1e-6)
+    (jac,) = ad.jacobian(lambda v: ad.array_namespace(v).sin(v), x, backend=engine)
+    np.testing.assert_allclose(jac, np.diag(np.cos(x)), rtol=1e-5, atol=1e-6)
+    out, pullback = ad.vjp(lambda v: v**2, x, backend=engine)
+    np.testing.assert_allclose(pullback(np.ones(3))[0], 2 * x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, x**2)
+
+
+def test_with_batched_keeps_every_other_field_by_name() -> None:
+    from adswitch.derive_support import with_batched
+    from adswitch.spec import CallInfo
+
+    # every field away from its default, so that a field lost or shifted shows
+    info = CallInfo(
+        depth=2,
+        cache_key=("key",),
+        entry="jacobian",
+        func=len,
+        batched=False,
+        prepared={},
+        structure_key=("structure",),
+        wants_outputs=False,
+    )
+    flipped = with_batched(info, True)
+    assert flipped == info._replace(batched=True) and type(flipped) is CallInfo
+    assert flipped.prepared is info.prepared and with_batched(flipped, True) is flipped
+
+
+@pytest.mark.parametrize(
+    ("forward", "declared", "strategy"),
+    [
+        (True, "", "forward-over-reverse"),
+        (False, "", "reverse-over-reverse"),
+        (True, "reverse-over-reverse", "reverse-over-reverse"),
+        (False, "forward-over-reverse", "forward-over-reverse"),
+    ],
+)
+def test_second_order_is_the_one_field_that_decides(
+    forward: bool, declared: str, strategy: str
+) -> None:
+    assert Capabilities(forward=forward, second_order=declared).second_order == strategy
+
+
+def test_an_unknown_second_order_strategy_is_refused_with_the_choices() -> None:
+    with pytest.raises(ad.UsageError, match=r"second_order='forward'.*reverse-over-reverse"):
+        Capabilities(second_order="forward")

@@ -124,7 +124,7 @@ def test_the_engines_pullback_keeps_its_residuals_not_the_callers_arrays(compile
 
     from adswitch.spec import CallInfo
 
-    info = CallInfo(0, ("cube", "one leaf") if compiled else None, "vjp", cube)
+    info = CallInfo(cache_key=("cube", "one leaf") if compiled else None, entry="vjp", func=cube)
     keep: list[Any] = []
 
     def make() -> np.ndarray:

@@ -53,7 +53,7 @@ def f_of(x: Any, s: Any) -> Any:  # what the cache keys on (CallInfo.func)
 
 
 def info(entry: str = "vjp", batched: bool = False) -> CallInfo:
-    return CallInfo(0, ("outputs", entry), entry, f_of, batched)
+    return CallInfo(cache_key=("outputs", entry), entry=entry, func=f_of, batched=batched)
 
 
 X, S = np.array([0.3, -1.2, 2.0]), 1.5
@@ -102,7 +102,13 @@ def test_outputs_not_wanted_come_back_as_shapes_and_dtypes(primitive: str) -> No
     eye = np.eye(4)
     jx, js, jss = jacobians(X, S)
     for wanted in (True, False, False):  # (the third: from the cache)
-        call = CallInfo(0, ("outputs", "jacobian"), "jacobian", f_of, True, wants_outputs=wanted)
+        call = CallInfo(
+            cache_key=("outputs", "jacobian"),
+            entry="jacobian",
+            func=f_of,
+            batched=True,
+            wants_outputs=wanted,
+        )
         if primitive == "vjp_apply":
             out, (gx, gs, _) = ENGINE.vjp_apply(
                 Outputs(), LEAVES, ACTIVE, lambda d: [eye[:, :3], eye[:, 3]], call

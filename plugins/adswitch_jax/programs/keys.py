@@ -37,9 +37,9 @@ def structure_of(info: CallInfo) -> Hashable:
     look-alike functions.
 
     Example:
-        >>> structure_of(CallInfo(0, (len, "args"), structure_key=("args",)))
+        >>> structure_of(CallInfo(cache_key=(len, "args"), structure_key=("args",)))
         ('args',)
-        >>> structure_of(CallInfo(0, (len, "args")))
+        >>> structure_of(CallInfo(cache_key=(len, "args")))
         (<built-in function len>, 'args')
     """
     if info.structure_key is not None:
