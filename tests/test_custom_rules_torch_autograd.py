@@ -1,5 +1,6 @@
 """``ad.custom_vjp`` / ``ad.custom_jvp`` / ``ad.stop_gradient`` on torch and HIPS autograd
-(the engine hooks in ``adswitch_torch.integrations.custom`` and ``adswitch_autograd.primitives.custom``).
+(the engine hooks in ``adswitch_torch.integrations.custom`` and
+``adswitch_autograd.primitives.custom``).
 
 Oracles: closed forms (softmax for logsumexp, the rule's own formula where the rule
 differs from the function's derivative on purpose) and central finite differences of a
