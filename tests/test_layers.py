@@ -9,7 +9,10 @@ call time is still a cycle a reader has to untangle). The rules:
   conformance suite;
 * ``adswitch/`` imports no engine and nothing of the suite or the plugins;
 * a plugin imports of adswitch only the public package (``adswitch``), the engine
-  contract (``adswitch.spec``) and the errors (``adswitch.errors``).
+  contract (``adswitch.spec``) and the errors (``adswitch.errors``);
+* no plugin defines its own degenerate-spectrum tolerance: where its linear algebra
+  reads a dtype's ``eps``, it hands it straight to the kit's ``gap_factor`` /
+  ``tolerance`` (``adswitch.linalg_kit``), and no plugin names a ``*ULPS*`` constant.
 """
 
 from __future__ import annotations
@@ -179,6 +182,55 @@ def _is_front_end_module(dotted: str) -> bool:
     name = dotted.split(".")[1]
     root = PACKAGES["adswitch"]
     return (root / f"{name}.py").exists() or (root / name / "__init__.py").exists()
+
+
+# What a plugin may do with a dtype's ``eps`` in its linear algebra: pass it to the kit.
+KIT_TOLERANCES = {"gap_factor", "tolerance"}
+
+
+def _own_tolerances(file: Path) -> list[str]:
+    """Where ``file`` makes a tolerance of its own: a name with ``ULPS`` assigned, or an
+    ``.eps`` read that is not an argument of a kit tolerance function."""
+    tree = ast.parse(file.read_text(), str(file))
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in KIT_TOLERANCES:
+                allowed.update(id(n) for arg in node.args for n in ast.walk(arg))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and "ULPS" in node.id:
+            found.append(f"{file.name}:{node.lineno}: defines {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr == "eps" and id(node) not in allowed:
+            found.append(f"{file.name}:{node.lineno}: reads .eps outside the kit's tolerance")
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(p for p in PACKAGES if p.startswith("adswitch_")))
+def test_no_plugin_defines_its_own_spectrum_tolerance(package: str) -> None:
+    root = PACKAGES[package]
+    linalg = [
+        f for f in sorted(root.rglob("*.py")) if "linalg" in f.relative_to(root).as_posix()
+    ]
+    bad = [line for f in linalg for line in _own_tolerances(f)]
+    assert not bad, (
+        f"{package}'s linear algebra makes its own tolerance; use the kit's "
+        "(adswitch.spec.tolerance / gap_factor / close_pairs / beyond_rounding):\n"
+        + "\n".join(bad)
+    )
+
+
+def test_the_tolerance_checker_sees_an_own_tolerance(tmp_path: Path) -> None:
+    """The test itself: an own ``sqrt(eps)`` bound and a ``_GAP_ULPS`` are found, an
+    ``eps`` handed to ``gap_factor`` is not."""
+    own = tmp_path / "own.py"
+    own.write_text("_GAP_ULPS = 16\ntol = np.finfo(x.dtype).eps ** 0.5\n")
+    assert len(_own_tolerances(own)) == 2
+    kit = tmp_path / "kit.py"
+    kit.write_text("tol = m * gap_factor(n, torch.finfo(v.dtype).eps)\n")
+    assert _own_tolerances(kit) == []
 
 
 def test_the_checker_sees_cycles_and_function_level_imports(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from adswitch.errors import UnsupportedError
-from adswitch.spec import spread_extreme
+from adswitch.spec import beyond_rounding, spread_extreme
 from adswitch_jax.xp.linalg.checks import guard, known_refusal, linear_check
 from adswitch_jax.xp.linalg.spectra import (
     differences,
@@ -159,10 +159,13 @@ def _svdvals_jvp(primals: Any, tangents: Any) -> Any:
         diagonal = jnp.diagonal(dp, axis1=-2, axis2=-1)
         unequal = jnp.broadcast_to(differences(diagonal), dp.shape)
         scale = jnp.max(jnp.abs(t), axis=(-2, -1), keepdims=True)
-        tol = jnp.sqrt(jnp.finfo(t.dtype).eps) * scale  # type: ignore[no-untyped-call]
-        split = live & ((jnp.abs(dp + mT(dp)) > 2 * tol) | (jnp.abs(unequal) > tol))
-        moved = jnp.any(jnp.abs(t @ fixed_v) > tol, axis=-2)
-        moved = moved | jnp.any(jnp.abs(mT(t) @ fixed_u) > tol, axis=-2)
+        # (the kit's one rounding bound, sqrt(eps) times the tangent's magnitude)
+        split = live & (
+            beyond_rounding(dp + mT(dp), 2 * scale, xp=jnp)
+            | beyond_rounding(unequal, scale, xp=jnp)
+        )
+        moved = jnp.any(beyond_rounding(t @ fixed_v, scale, xp=jnp), axis=-2)
+        moved = moved | jnp.any(beyond_rounding(mT(t) @ fixed_u, scale, xp=jnp), axis=-2)
         return jnp.any(split, axis=(-2, -1)) | jnp.any(zero & moved, axis=-1)
 
     def kinked(c: Any) -> Any:  # (the cotangent of ds, as U diag(g_s) V^T)
