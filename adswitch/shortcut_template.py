@@ -1,7 +1,14 @@
 """A prepared call's result as a template (``adswitch.shortcut``): how to flatten it to
 its arrays and rebuild it from them, for results made of arrays, ``None`` and tuples
 (named ones included) or dicts of them; and whether two such results are the same, value
-for value and key for key."""
+for value and key for key.
+
+An engine's own sparse matrix (jax's ``BCOO``: an object with ``shape``, ``dtype`` and
+array ``data`` and ``indices``) is one entry, handed through as a whole (jax's ``jit``
+gives it back as the pytree it is); two are the same when their types, shapes and
+structure arrays (``indices``, ``indptr`` where present) are equal and their ``data``
+values and dtypes are. A ``scipy.sparse`` result is no template: it is built on the host
+from concrete values, which no traced shortcut has, so such calls keep the full path."""
 
 from __future__ import annotations
 
@@ -13,7 +20,22 @@ import numpy as np
 __all__ = ["NOT_AN_ARRAY", "arrays_of", "builder", "flat", "same", "template"]
 
 NOT_AN_ARRAY = (int, float, complex, bool, str, bytes, type(None), list, tuple, dict)
-_ARRAY, _NONE = "array", "none"
+_ARRAY, _NONE, _SPARSE = "array", "none", "sparse"
+# (the arrays of a sparse matrix that say where its values are)
+_STRUCTURE = ("indices", "indptr")
+
+
+def _sparse_kind(result: Any) -> str | None:
+    """``_SPARSE`` for an engine's sparse matrix, ``None`` for a scipy one (no template),
+    ``_ARRAY`` for anything else (a dense array, as far as the template goes)."""
+    # (torch's ``indices`` is a method, numpy has none: ``data`` is read only after, as
+    # torch refuses to give a tensor's ``data`` under ``torch.func.vmap``)
+    indices = getattr(result, "indices", None)
+    if callable(indices) or not hasattr(indices, "shape"):
+        return _ARRAY
+    if not hasattr(getattr(result, "data", None), "dtype"):
+        return _ARRAY
+    return None if type(result).__module__.startswith("scipy.") else _SPARSE
 
 
 def template(result: Any) -> Any:
@@ -30,12 +52,14 @@ def template(result: Any) -> Any:
         return None if None in parts else (dict, tuple(result), tuple(parts))
     if cls in NOT_AN_ARRAY or isinstance(result, np.generic | list):
         return None
-    return _ARRAY if hasattr(result, "shape") and hasattr(result, "dtype") else None
+    if not (hasattr(result, "shape") and hasattr(result, "dtype")):
+        return None
+    return _sparse_kind(result)
 
 
 def arrays_of(template: Any) -> list[Any]:
     """One entry per array of ``template``."""
-    if template == _ARRAY:
+    if template in (_ARRAY, _SPARSE):
         return [template]
     if template == _NONE:
         return []
@@ -44,7 +68,7 @@ def arrays_of(template: Any) -> list[Any]:
 
 def flat(template: Any, result: Any, out: list[Any]) -> None:
     """``result``'s arrays, in ``template``'s order, appended to ``out``."""
-    if template == _ARRAY:
+    if template in (_ARRAY, _SPARSE):
         out.append(result)
     elif template != _NONE:
         values = result.values() if template[0] is dict else result
@@ -53,7 +77,7 @@ def flat(template: Any, result: Any, out: list[Any]) -> None:
 
 
 def _filled(template: Any, arrays: Any) -> Any:
-    if template == _ARRAY:
+    if template in (_ARRAY, _SPARSE):
         return next(arrays)
     if template == _NONE:
         return None
@@ -92,8 +116,26 @@ def same(template: Any, ours: Any, theirs: Any) -> bool:
         return False
     if template == _ARRAY:
         return bool(np.array_equal(np.asarray(ours), np.asarray(theirs), equal_nan=True))
+    if template == _SPARSE:
+        return _same_sparse(ours, theirs)
     if template[0] is dict:
         if tuple(ours) != template[1] or tuple(theirs) != template[1]:
             return False
         return all(map(same, template[2], ours.values(), theirs.values()))
     return len(ours) == len(theirs) and all(map(same, template[1], ours, theirs))
+
+
+def _same_sparse(ours: Any, theirs: Any) -> bool:
+    """Two sparse matrices of one type: the same shape and structure arrays exactly, the
+    same ``data`` values (NaN where NaN) in the same dtype. (Never ``np.asarray`` of the
+    matrix itself: jax's BCOO would be read element by element.)"""
+    if tuple(ours.shape) != tuple(theirs.shape):
+        return False
+    for name in _STRUCTURE:
+        a, b = getattr(ours, name, None), getattr(theirs, name, None)
+        if (a is None) != (b is None):
+            return False
+        if a is not None and not np.array_equal(np.asarray(a), np.asarray(b)):
+            return False
+    a, b = np.asarray(ours.data), np.asarray(theirs.data)
+    return a.dtype == b.dtype and bool(np.array_equal(a, b, equal_nan=True))

@@ -1,7 +1,8 @@
 """adswitch's sparse Jacobian on jax against asdex's (issue 22), on the 2-D Brusselator at
 N = 32 (2,048 unknowns, 12,288 nonzeros), float64: the colors, detection + coloring, and
 one sparse Jacobian per call -- asdex's jitted ``jacobian_from_coloring`` (a BCOO) against
-adswitch's prepared ``ad.jacobian(..., sparsity="detect")`` on jax inputs (a BCOO too),
+adswitch's prepared ``ad.jacobian(..., sparsity="detect")`` on jax inputs (a BCOO too; on one
+bare jax array, and with ``ad.Const(n)``, whose Python int keeps the full path),
 and ``ad.jacobian(..., sparsity=pattern)`` inside ``jax.jit`` (the whole sparse Jacobian one
 jitted program, as asdex's: the seeds and indices its constants).
 Medians of interleaved rounds (``timing``), printed beside the issue's targets.
@@ -110,10 +111,21 @@ def main(n: int = 32) -> None:
     inputs = [v.aval.shape for v in jax.make_jaxpr(inside)(uj).jaxpr.invars]
     assert inputs == [uj.shape], inputs
 
+    # the prepared call on one bare jax array (n closed over): after its first calls, one
+    # jitted dispatch (adswitch.shortcut); with ad.Const(n) (a Python int) the full path
+    def bare(x: Any) -> Any:
+        return brusselator(x, n)
+
+    prep_bare = ad.prepare(ad.jacobian, bare, uj, sparsity="detect")
+    for _ in range(3):
+        got_bare = prep_bare(uj)
+    assert np.allclose(np.asarray(got_bare.todense()), want, rtol=1e-12, atol=1e-9), "bare"
+
     t = compare_batches(
         {
             "asdex": lambda: sparse_jac(uj).data.block_until_ready(),
-            "adswitch": lambda: prep(uj, ad.Const(n)).data.block_until_ready(),
+            "adswitch": lambda: prep_bare(uj).data.block_until_ready(),
+            "adswitch Const(n)": lambda: prep(uj, ad.Const(n)).data.block_until_ready(),
             "adswitch jit": lambda: jitted(uj).data.block_until_ready(),
         },
         rounds=60,
@@ -139,6 +151,13 @@ def main(n: int = 32) -> None:
                 fmt_seconds(t["asdex"]),
                 f"{t['adswitch'] / t['asdex']:.1f}x",
                 "<= 1.2x",
+            ],
+            [
+                "  with ad.Const(n) (full path)",
+                fmt_seconds(t["adswitch Const(n)"]),
+                fmt_seconds(t["asdex"]),
+                f"{t['adswitch Const(n)'] / t['asdex']:.1f}x",
+                "",
             ],
             [
                 "adswitch inside jax.jit",

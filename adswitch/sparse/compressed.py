@@ -26,6 +26,7 @@ from adswitch.sparse.coloring import color_columns, color_rows, n_colors
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
 from adswitch.sparse.native import native
+from adswitch.sparse.seeds import record, seeds_of
 from adswitch.sparse.traced import refuse, refuse_check, refuse_layout, refuse_unserved
 from adswitch.sparse.tracer import _sp
 
@@ -148,7 +149,8 @@ def sparse_jacobian(
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     key = ("sparse", s.mode, has_aux)
     info = derive.with_batched(started.info(f, "jacobian", key, outputs=has_aux), True)
-    seeds = s.seeds
+    record(started.prepared, s)  # (a prepared call's shortcut passes its seeds in)
+    seeds = seeds_of(s)
     c = seeds.shape[0]
     with running(engine):
         if s.mode == "forward":

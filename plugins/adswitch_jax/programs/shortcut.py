@@ -156,6 +156,8 @@ def shortcut(
                     arrays = program(*leaves)
             else:
                 arrays = program(*leaves)
+            if any(type(a) is not ArrayImpl for a in arrays):
+                return None  # (a sparse matrix: the full path's is scipy's, built on the host)
             return [np.array(a) for a in arrays]  # (writable copies, as the full path's)
         except Exception:  # the full path runs it again and says what went wrong
             return None
