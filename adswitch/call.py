@@ -22,7 +22,7 @@ from adswitch.overlap import check_overlap
 from adswitch.plan import DUPLICATED, Plan
 from adswitch.registry import default_registry
 from adswitch.results import loss_value, place, restore_scalar_types, write_shadows
-from adswitch.spec import Backend, CallInfo
+from adswitch.spec import Backend, CallInfo, Structure
 
 __all__ = ["Started", "run_gradient", "running", "start"]
 
@@ -33,7 +33,9 @@ class Started(NamedTuple):
     plan: Plan
     engine: Backend
     depth: int  # differentiations on this engine enclosing the call
-    prepared: dict[Hashable, Any] | None = None  # the engine's slot of a prepared call
+    # A prepared call's engine slots: per operator step (``extra``), what the engine's
+    # ``prepare_slot`` made (without the hook: the dict itself, a dict per step nested in it)
+    prepared: dict[Hashable, Any] | None = None
     # A prepared call's memo, when its CallInfos depend on its structure alone (no leaf
     # value in the cache key): per (entry, extra, outputs), the CallInfo, made once; also
     # what an operator derives from the structure (``jacobians``' mode). ``None`` else.
@@ -55,25 +57,60 @@ class Started(NamedTuple):
         return info
 
     def _info(self, f: Callable[..., Any], entry: str, extra: Hashable, outputs: bool) -> CallInfo:
-        cache_key = structure = None
-        if self.engine.capabilities.compiles:
+        engine = self.engine
+        cache_key = key = structure = None
+        if engine.capabilities.compiles:
             base = keys.cache_key(self.plan, f)
             if base is not None:
                 cache_key = base if extra is None else (base, extra)
                 rest = keys.without_function(base)
-                structure = rest if extra is None else (rest, extra)
+                key = rest if extra is None else (rest, extra)
+                structure = Structure(key=key, func=f, entry=entry)
         prepared = self.prepared
-        if prepared is not None and extra is not None:
-            prepared = prepared.setdefault(extra, {})  # one slot per primitive program
+        if prepared is not None:
+            prepared = _slot_of(prepared, engine, extra, structure, self.plan, f, entry)
+        # (by keyword: a field added to ``spec.CallInfo`` cannot shift meanings here; it
+        # costs about half a microsecond more than a positional build, once per call)
         return CallInfo(
             depth=self.depth,
             cache_key=cache_key,
             entry=entry,
             func=f,
             prepared=prepared,
-            structure_key=structure,
+            structure_key=key,
             wants_outputs=outputs,
+            structure=structure,
         )
+
+
+def _slot_of(
+    slots: dict[Hashable, Any],
+    engine: Backend,
+    extra: Hashable,
+    structure: Structure | None,
+    plan: Plan,
+    f: Callable[..., Any],
+    entry: str,
+) -> Any:
+    """The engine's slot of a prepared call's operator step ``extra``, made on its first
+    call: the engine's ``prepare_slot`` object (kept in ``slots`` under ``extra``), or a
+    dict -- ``slots`` itself for the first step (``extra`` ``None``), else one nested in it."""
+    hook = getattr(engine, "prepare_slot", None)
+    if hook is None:
+        return slots if extra is None else slots.setdefault(extra, {})
+    found = slots.get(extra, _MISSING)
+    if found is _MISSING:
+        if structure is None:  # (an engine that does not compile: no key made yet)
+            base = keys.cache_key(plan, f)
+            rest = None if base is None else keys.without_function(base)
+            structure = Structure(key=rest if extra is None else (rest, extra), func=f, entry=entry)
+        made = hook(structure)
+        # (threads racing here each ask the hook: the first stored serves them all)
+        found = slots.setdefault(extra, {} if made is None else made)
+    return found
+
+
+_MISSING = object()
 
 
 def start(
@@ -119,7 +156,7 @@ def start(
     return _new_tuple(Started, (plan, engine, len(calls), None, None))
 
 
-_new_tuple = tuple.__new__
+_new_tuple = tuple.__new__  # (the internal ``Started`` only: public tuples by keyword)
 
 
 class running:  # (lower case: it reads as the function it was, ``with running(engine):``)

@@ -47,6 +47,7 @@ __all__ = [
     "diff_leaves",
     "jvp",
     "natives",
+    "uncached",
     "unit_seed",
     "value_and_grad",
     "vjp",
@@ -126,11 +127,17 @@ class _Looped:
         return stack_rows(self.engine, rows)
 
 
+def uncached(info: CallInfo) -> CallInfo:
+    """``info`` for a call whose program must not be cached nor kept in a prepared slot
+    (its seed bakes values in): no structure, no slot."""
+    return info._replace(cache_key=None, prepared=None, structure=None, structure_key=None)
+
+
 def _vjp_by_apply(
     engine: Backend, fn: OutputFn, leaves: Sequence[Any], active: Sequence[bool], info: CallInfo
 ) -> tuple[list[Any], Pullback]:
     # The seeds below are values, which a compiled program must not bake in: no keys.
-    info = info._replace(cache_key=None, prepared=None)
+    info = uncached(info)
     replay = Replay(engine, leaves)
     out, _ = engine.vjp_apply(fn, leaves, active, zeros_seed, with_batched(info, False))
 
@@ -173,7 +180,7 @@ def _vjp_by_gradients(
         # The loss bakes the cotangents in: a compiled program of it must not be reused.
         return engine.value_and_grad(RawLoss(loss_fn, fn), values, active, unkeyed)
 
-    unkeyed = info._replace(cache_key=None, prepared=None)
+    unkeyed = uncached(info)
     replay = Replay(engine, leaves)
     out, _ = grads_of(None, leaves)
 

@@ -194,7 +194,10 @@ class Prepared:
         self._depth = started.depth
         self._plan = started.plan.structure()
         self._signature = [signature(leaf) for leaf in started.plan.leaves]
-        self._slot: dict[Hashable, Any] = {}  # what the engine keeps for calls of this structure
+        # What the engine keeps for calls of this structure: its ``prepare_slot`` objects per
+        # operator step, made on their first call (``call.Started.info``), or the dict it
+        # gets itself (without the hook).
+        self._slot: dict[Hashable, Any] = {}
         # The CallInfos (and what else follows from the structure) made once, unless a
         # compiled engine's cache key holds leaf values, which may change between calls.
         static = templates.static_positions(started.plan.active, started.plan.leaves)
@@ -210,8 +213,9 @@ class Prepared:
         self._simple = tuple([(p.kind, p.treedef) for p in plan.args]) if simple else None
         self._shortcut: Shortcut | None = None
         # (operators whose arguments are the primals alone and whose results are arrays)
+        # (sparse ones too, but not ``check=True``, which needs the dense values)
         shortcuts = name in ("gradient", "withgradient") or (
-            name in ("jacobian", "hessian") and kwargs.get("sparsity") is None
+            name in ("jacobian", "hessian") and not kwargs.get("check")
         )
         self._shortcut_tries = 0 if shortcuts and simple and not self._depth else None
 
@@ -240,9 +244,12 @@ class Prepared:
             return None
         if reordered is not False:  # traced stand-ins, or dicts in another key order
             return None
+        slot = self._slot
+        if getattr(self._engine, "prepare_slot", None) is not None:
+            slot = _plain(slot)  # (the hook's dict subclasses as plain dicts: spec.Backend)
         return make_shortcut(
             self._engine,
-            self._slot,
+            slot,
             self._f,
             plan,
             args,
@@ -500,6 +507,12 @@ def _follow_given_order(plan: Plan) -> None:
 
 
 _MAX_ORDERS = 8  # key orders kept per prepared call (each may hold an engine's program)
+
+
+def _plain(slot: dict[Hashable, Any]) -> dict[Hashable, Any]:
+    """``slot`` with every dict in it (dict subclasses too, nested ones) a plain dict."""
+    # (``dict(slot)`` first: one copy under the GIL, while other threads may add entries)
+    return {k: _plain(v) if isinstance(v, dict) else v for k, v in dict(slot).items()}
 
 
 def _distinct(leaves: list[Any]) -> bool:

@@ -325,7 +325,7 @@ def _hvp(
                 plan.leaves,
                 plan.active,
                 lambda diffs: cotangents,
-                info._replace(cache_key=None, prepared=None),
+                derive.uncached(info),
             )
     if not depth:
         products = restore_scalar_types(plan, products)

@@ -128,6 +128,7 @@ __all__ = [
     "hookimpl",
     "Capabilities",
     "CallInfo",
+    "Structure",
     "ClosureWalk",
     "NOT_FOUND",
     "ProbeKind",
@@ -201,7 +202,8 @@ class Capabilities:
         devices: device kinds the engine computes on (``"cpu"``, ``"cuda"``, ...).
         dtypes: floating dtypes the engine differentiates.
         array_kinds: kinds of input arrays it accepts (``"numpy"``, ``"torch"``, ``"jax"``).
-        compiles: repeated calls reuse a compiled program (a cache keyed by ``CallInfo.cache_key``).
+        compiles: repeated calls reuse a compiled program (a cache keyed by
+            ``CallInfo.structure``, which the front end then fills).
         forward: ``jvp`` is a true forward mode (one pass with the tangents, cheaper than
             a second reverse pass): ``jacobian(mode="auto")`` may then take forward mode,
             and ``second_order`` defaults to forward-over-reverse (else
@@ -275,6 +277,27 @@ SECOND_ORDER = ("forward-over-reverse", "reverse-over-reverse")
 """The values of :attr:`Capabilities.second_order`."""
 
 
+class Structure(NamedTuple):
+    """What a call's derivative program is specialised to, besides the leaves' values,
+    shapes and dtypes: made by the front end, built by keyword.
+
+    Attributes:
+        key: an opaque hashable, equal for two calls exactly when their arguments have the
+            same tree structure, ties, activity and non-array (baked-in) leaf values, and
+            the operator asks the same (``has_aux``, the mode...) -- everything except the
+            function and the leaves' values, shapes and dtypes, which the engine adds
+            itself. Compare it, never look inside it.
+        func: the user's function. ``(func, key)`` identifies a program by the function
+            object; an engine that identifies the function by what it is (its code, what
+            it reads) keys by ``key`` alone, so that look-alike functions share a program.
+        entry: the operator (as :attr:`CallInfo.entry`).
+    """
+
+    key: Hashable
+    func: Callable[..., Any] | None = None
+    entry: str = "withgradient"
+
+
 class CallInfo(NamedTuple):
     """Facts about one differentiation call, passed to :meth:`Backend.value_and_grad`.
 
@@ -282,11 +305,9 @@ class CallInfo(NamedTuple):
         depth: how many differentiations on this same engine enclose this call
             (0 at top level). An engine that must build a differentiable backward pass
             for an outer call (torch's ``create_graph``) does so exactly when ``depth > 0``.
-        cache_key: an opaque hashable, equal for two calls exactly when they call the
-            same user function on arguments of the same tree structure, ties and
-            activity -- everything except the leaves' values, shapes and dtypes, which
-            the engine adds itself. ``None`` when the function cannot be keyed (then do
-            not cache). Compare it, never look inside it.
+        cache_key: deprecated, read :attr:`structure`: equal for two calls exactly when
+            their ``(structure.func, structure.key)`` are; filled while ``structure`` is
+            set (kept for one release).
         entry: the operator being computed: ``"gradient"``, ``"withgradient"``,
             ``"vjp"``, ``"jvp"``, ``"jacobian"``, ``"hessian"``, ``"hvp"``,
             ``"derivative"``. The primitive called says what to do; for ``"gradient"``,
@@ -296,22 +317,28 @@ class CallInfo(NamedTuple):
             in, and to name it in messages). Always set by the front end.
         batched: the tangents of ``jvp`` / the cotangents made by ``vjp_apply``'s seed
             carry a leading batch axis (only sent to engines that declare ``batching``).
-        prepared: for a call of an ``ad.prepare``-d operator, a dict owned by that
-            prepared call in which the engine may keep what it derived for calls of this
-            structure (a compiled program, a recorded trace...); the front end guarantees
-            that every call passing the same dict has the same argument structure, ties,
-            activity, leaf types, shapes, dtypes and devices (values, and the values of
-            non-array leaves, may differ). Calls may come from several threads at once.
-            ``None`` for other calls.
-        structure_key: ``cache_key`` without the user's function: for an engine that
-            identifies the function itself by what it is (its code, what it reads) rather
-            than by the function object, so that look-alike functions share a program.
+        prepared: for a call of an ``ad.prepare``-d operator, the engine's slot of that
+            prepared structure: what its :meth:`Backend.prepare_slot` hook returned for it,
+            or -- an engine without the hook, or one that returned ``None`` -- a ``dict``
+            owned by that prepared call. The engine keeps there what it derived for calls
+            of this structure (a compiled program, a recorded trace...); the front end
+            guarantees that every call passing the same slot has the same argument
+            structure, ties, activity, leaf types, shapes, dtypes and devices (values, and
+            the values of non-array leaves, may differ), and the same operator step
+            (``extra``). Calls may come from several threads at once. ``None`` for other
+            calls.
+        structure_key: deprecated, read :attr:`structure`: ``structure.key``, filled while
+            ``structure`` is set (kept for one release).
         wants_outputs: ``False`` when the caller uses only the outputs' shapes and dtypes,
             not their values (``ad.gradient``, a Jacobian without aux, ``ad.derivative``,
             Hessians and Hessian-vector products): an engine may then hand back any
             objects with the outputs' ``shape`` and ``dtype`` (the jax engine: a
             ``jax.ShapeDtypeStruct`` each, from programs that do not return the outputs),
             without making them concrete or converting them to the caller's kind.
+        structure: for engines that declare ``compiles``, what a compiled program of this
+            call is specialised to (:class:`Structure`); ``None`` when the call must not
+            be cached (something unhashable among the arguments, or a call whose seed
+            bakes values in) and for other engines.
     """
 
     depth: int = 0
@@ -319,9 +346,10 @@ class CallInfo(NamedTuple):
     entry: str = "withgradient"
     func: Callable[..., Any] | None = None
     batched: bool = False
-    prepared: dict[Hashable, Any] | None = None
+    prepared: Any = None
     structure_key: Hashable | None = None
     wants_outputs: bool = True
+    structure: Structure | None = None
 
 
 class LossFn(Protocol):
@@ -400,7 +428,7 @@ class Pullback(Protocol):
 SeedFn = Callable[[Sequence[Any]], list[Any]]
 """``seed(diff_leaves) -> cotangents`` for :meth:`Backend.vjp_apply`: made from the
 differentiated outputs' shapes and dtypes only -- never their values, nor anything that
-changes between calls with the same ``CallInfo.cache_key`` -- so a compiling engine may
+changes between calls with the same ``CallInfo.structure`` -- so a compiling engine may
 call it while tracing and bake the result into its program (identity bases, a unit
 seed). numpy arrays, with a leading batch axis when ``CallInfo.batched``. (Cotangents
 that are values go through :meth:`Backend.vjp`'s pullback instead.)"""
@@ -496,32 +524,40 @@ class Backend(Protocol):
       transform stages the call, so the engine should run it inline. Without the hook, a
       prepared call refuses such values (``PreparationError``).
 
-    Optional hook for prepared calls (``ad.prepare``; see ``adswitch.shortcut``):
+    Optional hooks for prepared calls (``ad.prepare``; see ``adswitch.preparation`` and
+    ``adswitch.shortcut``):
+
+    - ``prepare_slot(structure) -> object | None``: the engine's own object for calls of
+      one prepared structure (a :class:`Structure`: per prepared call, dict key order and
+      operator step), asked once, on its first call; the front end keeps it and passes it
+      back as ``CallInfo.prepared`` on every call of that structure (threads may share
+      it: its thread safety is the engine's). ``None``, or no hook: a ``dict`` instead.
 
     - ``prepared_shortcut(slot, f, call, leaves, active, operator, loss) -> run | None``:
-      asked after a full call of a prepared ``ad.gradient``, ``withgradient``,
-      ``jacobian`` or ``hessian`` (dense) at top level whose arguments are plain or
-      ``Const`` arrays (or flat dicts of them), untied, with no Python scalars, and whose
-      result is arrays (``None`` and tuples or dicts of them). ``slot`` is the prepared
-      call's engine slot as that call left it (``CallInfo.prepared``; the front end may
-      nest dicts in it), ``leaves`` that call's leaves, ``active`` which of them are
-      differentiated, ``operator`` the operator's name, and ``call(leaves) -> list`` the
-      whole prepared call on arguments rebuilt from any values of the leaves (an
-      engine's tracers), giving the result's arrays flat. For ``"gradient"`` (those
-      arrays are then the active leaves' gradients, in leaf order) ``loss(values)``
-      runs ``f`` as the full path's ``LossFn`` does, on one value per leaf (dicts rebuilt,
-      ``Const`` unwrapped, inside the call: an adswitch call in ``f`` is nested), and
-      gives its loss checked (a Python float or a 0-d real array; ``OutputError`` else);
-      otherwise ``loss`` is ``None``. ``zero=`` plays no part (no ``Duplicated``).
-      ``run(leaves) -> those arrays`` is then called instead of the full path on later
-      calls whose wrappers, dict keys and leaf types are the same and whose leaves are
-      distinct objects (shapes, dtypes and devices are ``run``'s to check); it returns
-      ``None`` wherever it cannot tell that the full path would give the same (something
-      ``f`` reads changed, a transform is tracing, another shape): the full path then
-      runs; an error of ``f`` it may raise as the full path would. The front end keeps
-      a shortcut only if its first run gives the full call's result exactly. jax
-      implements it (``call`` traced once under ``jax.jit``); torch runs its full path's
-      steps in a row with ``loss`` (``f`` runs on every call).
+      asked after a full call of a prepared ``ad.gradient``, ``withgradient``, ``jacobian``
+      or ``hessian`` (dense) at top level whose arguments are plain or ``Const`` arrays (or
+      flat dicts of them), untied, with no Python scalars, and whose result is arrays
+      (``None`` and tuples or dicts of them). ``slot`` is the prepared call's engine slots
+      as that call left them, in a ``dict``: without ``prepare_slot``, the dict
+      ``CallInfo.prepared`` was (the front end nests a dict per operator step in it); with
+      the hook, its objects, one entry per operator step (those that are dicts copied as
+      plain dicts, nested ones too), ``leaves`` that call's leaves, ``active`` which of them
+      are differentiated, ``operator`` the operator's name, and ``call(leaves) -> list`` the
+      whole prepared call on arguments rebuilt from any values of the leaves (an engine's
+      tracers), giving the result's arrays flat. For ``"gradient"`` (those arrays are then
+      the active leaves' gradients, in leaf order) ``loss(values)`` runs ``f`` as the full
+      path's ``LossFn`` does, on one value per leaf (dicts rebuilt, ``Const`` unwrapped,
+      inside the call: an adswitch call in ``f`` is nested), and gives its loss checked (a
+      Python float or a 0-d real array; ``OutputError`` else); otherwise ``loss`` is
+      ``None``. ``zero=`` plays no part (no ``Duplicated``). ``run(leaves) -> those arrays``
+      is then called instead of the full path on later calls whose wrappers, dict keys and
+      leaf types are the same and whose leaves are distinct objects (shapes, dtypes and
+      devices are ``run``'s to check); it returns ``None`` wherever it cannot tell that the
+      full path would give the same (something ``f`` reads changed, a transform is tracing,
+      another shape): the full path then runs; an error of ``f`` it may raise as the full
+      path would. The front end keeps a shortcut only if its first run gives the full call's
+      result exactly. jax implements it (``call`` traced once under ``jax.jit``); torch runs
+      its full path's steps in a row with ``loss`` (``f`` runs on every call).
 
     Optional hook for sparse results (``ad.jacobian``/``ad.hessian`` with ``sparsity=``;
     see ``adswitch.sparse.native``):

@@ -109,7 +109,7 @@ def _check(contenders: dict[str, Callable[[], Any]]) -> None:
 def breakdown() -> None:
     """Where adswitch's time goes on tiny: jax, the jax engine, the front end."""
     from adswitch.registry import default_registry
-    from adswitch.spec import CallInfo
+    from adswitch.spec import CallInfo, Structure
 
     loss, make_args = WORKLOADS["tiny"]
     x = jnp.asarray(make_args(np.random.default_rng(0))[0], dtype=jnp.float32)
@@ -121,7 +121,8 @@ def breakdown() -> None:
         return value, [value]
 
     raw_fn = RawLossFn(fn)
-    info = CallInfo(depth=0, cache_key=(loss, "bench"), entry="gradient", func=loss)
+    structure = Structure(key="bench", func=loss, entry="gradient")
+    info = CallInfo(depth=0, entry="gradient", func=loss, structure=structure)
     medians = compare_batches(
         {
             "jax.jit(jax.grad)": lambda: direct(x),

@@ -63,7 +63,7 @@ class CachingEngine(FiniteDifferenceBackend):
 
     def value_and_grad(self, fn, leaves, active, info):
         self.calls.append(info)
-        key = (info.cache_key, tuple(np.shape(leaf) for leaf in leaves))
+        key = (info.structure, tuple(np.shape(leaf) for leaf in leaves))
         if key not in self.programs:
             out, grads = FiniteDifferenceBackend.value_and_grad(self, fn, leaves, active, info)
             self.programs[key] = (out, grads, fn.output_structure)
@@ -86,15 +86,22 @@ def test_compiled_program_output_structure_is_remembered_per_shape() -> None:
     again = ad.withgradient(f, np.array([1.0, 2.0]), backend=engine)  # a cache hit: fn not run
     assert len(first.val[1]) == 2 and len(second.val[1]) == 3 and len(again.val[1]) == 2
     np.testing.assert_allclose(again.grad[0], [2.0, 4.0], rtol=1e-6)
-    keys = {info.cache_key for info in engine.calls}
-    assert len(keys) == 1 and None not in keys
+    structures = [info.structure for info in engine.calls]
+    assert len(set(structures)) == 1 and None not in structures
+    assert all(s is not None and s.func is f for s in structures)
     assert all(info.func is f for info in engine.calls)
+    # the deprecated fields, still filled from the structure
+    old_keys = {info.cache_key for info in engine.calls}
+    assert len(old_keys) == 1 and None not in old_keys
+    assert all(
+        s is not None and info.structure_key == s.key for s, info in zip(structures, engine.calls)
+    )
 
 
 def test_an_engine_that_skips_fn_without_the_handshake_gets_a_clear_error() -> None:
     class Forgetful(CachingEngine):
         def value_and_grad(self, fn, leaves, active, info):
-            key = (info.cache_key, tuple(np.shape(leaf) for leaf in leaves))
+            key = (info.structure, tuple(np.shape(leaf) for leaf in leaves))
             if key in self.programs:
                 return self.programs[key][:2]  # no fn.reuse: the front end cannot rebuild
             return super().value_and_grad(fn, leaves, active, info)
@@ -106,6 +113,55 @@ def test_an_engine_that_skips_fn_without_the_handshake_gets_a_clear_error() -> N
     ad.withgradient(f, np.ones(2), backend=engine)
     with pytest.raises(ad.OutputError, match="engine bug"):
         ad.withgradient(f, np.ones(2), backend=engine)
+
+
+class Mine:
+    """An engine's own slot object (not a dict)."""
+
+
+class SlotEngine(FiniteDifferenceBackend):
+    """Keeps its own object per prepared structure (``prepare_slot``); its calls' infos
+    are recorded (``calls``)."""
+
+    name = "slots"
+
+    def __init__(self, answer: Any = "object") -> None:
+        super().__init__()
+        self.answer = answer
+        self.made: list[Any] = []  # the structures the hook was asked for
+
+    def prepare_slot(self, structure: Any) -> Any:
+        self.made.append(structure)
+        return None if self.answer is None else Mine()
+
+
+def test_an_engine_with_prepare_slot_gets_its_object_back_on_every_call() -> None:
+    from adswitch.spec import Structure
+
+    engine: Any = SlotEngine()  # (a Backend by its protocol)
+    f = lambda x: ad.array_namespace(x).sum(x**3)  # noqa: E731
+    prep = ad.prepare(ad.gradient, f, np.ones(3), backend=engine)
+    assert engine.made == []  # asked on the structure's first call, not before
+    for scale in (1.0, 2.0, -1.0):
+        x = scale * np.array([1.0, 2.0, 3.0])
+        np.testing.assert_allclose(prep(x)[0], 3 * x**2, rtol=1e-5)  # closed form
+    (structure,) = engine.made
+    assert type(structure) is Structure and structure.func is f and structure.entry == "gradient"
+    slots = {id(info.prepared) for info in engine.calls}
+    assert len(slots) == 1 and type(engine.calls[0].prepared) is Mine
+    ad.gradient(f, np.ones(3), backend=engine)  # unprepared: no slot, no hook
+    assert engine.calls[-1].prepared is None and len(engine.made) == 1
+
+
+def test_a_prepare_slot_answer_of_none_gives_the_engine_a_dict() -> None:
+    engine: Any = SlotEngine(answer=None)  # (a Backend by its protocol)
+    f = lambda x: ad.array_namespace(x).sum(x * x)  # noqa: E731
+    prep = ad.prepare(ad.gradient, f, np.ones(2), backend=engine)
+    for x in (np.array([1.0, 2.0]), np.array([3.0, -1.0])):
+        np.testing.assert_allclose(prep(x)[0], 2 * x, rtol=1e-5)  # closed form
+    assert len(engine.made) == 1
+    assert {id(info.prepared) for info in engine.calls} == {id(engine.calls[0].prepared)}
+    assert type(engine.calls[0].prepared) is dict
 
 
 def test_cache_key_changes_with_activity_and_constants() -> None:
@@ -156,7 +212,7 @@ def test_the_spec_example_engine_runs_every_first_order_operator() -> None:
 
 def test_with_batched_keeps_every_other_field_by_name() -> None:
     from adswitch.derive_support import with_batched
-    from adswitch.spec import CallInfo
+    from adswitch.spec import CallInfo, Structure
 
     # every field away from its default, so that a field lost or shifted shows
     info = CallInfo(
@@ -168,6 +224,7 @@ def test_with_batched_keeps_every_other_field_by_name() -> None:
         prepared={},
         structure_key=("structure",),
         wants_outputs=False,
+        structure=Structure(key=("structure",), func=len, entry="jacobian"),
     )
     flipped = with_batched(info, True)
     assert flipped == info._replace(batched=True) and type(flipped) is CallInfo

@@ -52,6 +52,32 @@ def test_repeat_calls_hit_the_cache_with_fresh_values() -> None:
     assert len(runs) == 1
 
 
+def test_a_direct_caller_keyed_by_the_deprecated_cache_key_still_hits_the_cache() -> None:
+    from adswitch_jax.plugin import JaxBackend
+
+    from adswitch.spec import CallInfo
+
+    runs, f = counting_cube()
+    # (the engine called directly, as third-party code written before CallInfo.structure)
+    info = CallInfo(cache_key=(f, "one leaf"), entry="gradient", func=f)
+
+    class Loss:
+        output_structure = "one leaf"
+
+        def __call__(self, leaves: list[Any]) -> tuple[Any, list[Any]]:
+            value = f(leaves[0])
+            return value, [value]
+
+        def reuse(self, structure: Any) -> None:
+            assert structure == "one leaf"
+
+    for scale in (1.0, -2.0):
+        x = scale * np.array([1.0, 2.0, 3.0])
+        _, grads = JaxBackend().value_and_grad(Loss(), [x], [True], info)
+        np.testing.assert_allclose(np.asarray(grads[0]), 3 * x**2, rtol=1e-12)  # closed form
+    assert len(runs) == 1
+
+
 def test_shape_change_recompiles() -> None:
     runs, f = counting_cube()
     ad.gradient(f, np.ones(3), backend="jax")

@@ -122,9 +122,10 @@ class CubeOutputs:
 def test_the_engines_pullback_keeps_its_residuals_not_the_callers_arrays(compiled: bool) -> None:
     from adswitch_jax.plugin import JaxBackend
 
-    from adswitch.spec import CallInfo
+    from adswitch.spec import CallInfo, Structure
 
-    info = CallInfo(cache_key=("cube", "one leaf") if compiled else None, entry="vjp", func=cube)
+    structure = Structure(key=("cube", "one leaf"), func=cube, entry="vjp")
+    info = CallInfo(structure=structure if compiled else None, entry="vjp", func=cube)
     keep: list[Any] = []
 
     def make() -> np.ndarray:

@@ -20,7 +20,7 @@ from adswitch_jax.plugin import JaxBackend  # noqa: E402
 from adswitch_jax.primitives import engine as _engine  # noqa: E402
 from adswitch_jax.programs.basis import identity_basis  # noqa: E402
 
-from adswitch.spec import CallInfo  # noqa: E402
+from adswitch.spec import CallInfo, Structure  # noqa: E402
 
 # The label among the outputs cannot leave a compiled program (said once, on purpose).
 pytestmark = pytest.mark.filterwarnings("ignore::adswitch_jax.notices.JaxFallbackWarning")
@@ -53,7 +53,8 @@ def f_of(x: Any, s: Any) -> Any:  # what the cache keys on (CallInfo.func)
 
 
 def info(entry: str = "vjp", batched: bool = False) -> CallInfo:
-    return CallInfo(cache_key=("outputs", entry), entry=entry, func=f_of, batched=batched)
+    structure = Structure(key=("outputs", entry), func=f_of, entry=entry)
+    return CallInfo(entry=entry, func=f_of, batched=batched, structure=structure)
 
 
 X, S = np.array([0.3, -1.2, 2.0]), 1.5
@@ -103,7 +104,7 @@ def test_outputs_not_wanted_come_back_as_shapes_and_dtypes(primitive: str) -> No
     jx, js, jss = jacobians(X, S)
     for wanted in (True, False, False):  # (the third: from the cache)
         call = CallInfo(
-            cache_key=("outputs", "jacobian"),
+            structure=Structure(key=("outputs", "jacobian"), func=f_of, entry="jacobian"),
             entry="jacobian",
             func=f_of,
             batched=True,

@@ -41,10 +41,7 @@ def _rosen(x: Any) -> Any:
 
 def _prepared(op: Any, f: Any, x: Any) -> Any:
     prep = ad.prepare(op, f, x, sparsity="detect", backend="jax")
-    # (until adswitch/preparation.py lets sparse operators seek a shortcut, open it here:
-    # the count of tries preparation.py keeps for the dense operators)
-    if prep._shortcut_tries is None:
-        prep._shortcut_tries = 0
+    assert prep._shortcut_tries is not None  # (a sparse operator seeks a shortcut)
     for _ in range(4):  # (jax remembers a function's walk from its second call on)
         prep(x)
     return prep

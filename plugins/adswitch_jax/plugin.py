@@ -120,6 +120,7 @@ from adswitch.spec import (
     OutputFn,
     Pullback,
     SeedFn,
+    Structure,
     hookimpl,
 )
 from adswitch_jax.integrations.pytrees import TreeNode
@@ -342,6 +343,14 @@ class JaxBackend(BackendBase):
         from adswitch_jax.integrations import checkpoint as _checkpoint
 
         return _checkpoint.checkpoint(fn, leaves, active)
+
+    def prepare_slot(self, structure: Structure) -> Any:
+        """A :class:`~adswitch_jax.programs.compiled.Slot` per prepared structure: the
+        programs its calls ran, found again without the cache lookup."""
+        self._load()
+        from adswitch_jax.programs.compiled import Slot
+
+        return Slot()
 
     def prepared_shortcut(
         self,

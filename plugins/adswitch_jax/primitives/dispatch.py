@@ -22,7 +22,7 @@ from jax.core import Tracer
 from adswitch_jax.closures.captures import Walk
 from adswitch_jax.closures.recall import recall
 from adswitch_jax.primitives.request import Request, eager_run, unkeyed
-from adswitch_jax.programs.compiled import CACHE, Prepared, compiled
+from adswitch_jax.programs.compiled import CACHE, SLOT, Prepared, compiled, state_of
 from adswitch_jax.programs.keys import Scan, scan
 from adswitch_jax.refusals.errors import TRACE_FAILURES, translate
 
@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover - a jax without them: tracer leaves stil
     pass
 
 _config: Any = jax.config  # its flags are dynamic attributes
-_SLOT = "adswitch_jax"  # this engine's entries in a prepared call's slot
+_SLOT = SLOT  # (read by programs.shortcut)
 
 
 def run(request: Request) -> tuple[list[Any], Any]:
@@ -61,10 +61,7 @@ def _run(request: Request) -> tuple[list[Any], Any]:
     state: Prepared | None = None
     prepared = info.prepared
     if prepared is not None and not info.depth:
-        slot_key = (_SLOT, request.primitive, request.batched, request.info.wants_outputs)
-        state = prepared.get(slot_key)
-        if state is None:
-            state = prepared.setdefault(slot_key, Prepared(scan(request.leaves, request.active)))
+        state = state_of(prepared, request)  # (a Slot; a plain dict from a direct caller)
         found = state.scan
     else:
         found = scan(request.leaves, request.active)
@@ -79,7 +76,11 @@ def _run(request: Request) -> tuple[list[Any], Any]:
     )
     x64 = found.x64
     captures: Walk | None = None
-    if not traced and info.cache_key is not None and not found.unhashable:
+    if (
+        not traced
+        and (info.structure is not None or info.cache_key is not None)
+        and not found.unhashable
+    ):
         captures = recall(info.func)
         x64 = x64 or captures.wide
         if captures.lifted and _holds_tracer(captures.lifted):

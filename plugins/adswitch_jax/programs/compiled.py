@@ -3,8 +3,8 @@
 The key of a program is what ``f`` *is* (:mod:`adswitch_jax.closures.captures`: its code and what
 it reads besides its arguments, the arrays among that as shapes), the argument
 structure (the front end's key without the function), the primitive, batching, 64-bit
-mode and the leaves' signature. A prepared call (``CallInfo.prepared``) keeps the last
-program it ran in its own slot and skips the leaves' signature and the cache lookup.
+mode and the leaves' signature. A prepared call (``CallInfo.prepared``, a :class:`Slot`) keeps the
+last program it ran in its own slot and skips the leaves' signature and the cache lookup.
 Output leaves that are not arrays cannot leave a compiled program: for such functions
 the outputs come from one extra eager call of ``f``.
 
@@ -39,7 +39,7 @@ from adswitch_jax.programs.keys import Scan, scan, static_token, structure_of, t
 from adswitch_jax.programs.program import appliers, build
 from adswitch_jax.refusals.errors import TRACE_FAILURES
 
-__all__ = ["CACHE", "Prepared", "compiled"]
+__all__ = ["CACHE", "SLOT", "Prepared", "Slot", "compiled", "state_of"]
 
 #: Compiled programs (see the module docstring for the key).
 CACHE = LRUCache(maxsize=256)
@@ -56,6 +56,29 @@ class Prepared:
     def __init__(self, found: Scan) -> None:
         self.scan = found
         self.last: tuple[Hashable, Hashable, Entry] | None = None
+
+
+SLOT = "adswitch_jax"  # the first part of this engine's keys in a Slot
+
+
+class Slot(dict[Hashable, Prepared]):
+    """This engine's slot of one prepared structure (``Backend.prepare_slot``): a
+    :class:`Prepared` per primitive program the structure's calls ran, keyed ``(SLOT,
+    primitive, batched, wants_outputs)`` (:func:`state_of`). A dict, so that the prepared
+    shortcut (:mod:`adswitch_jax.programs.shortcut`) reads the programs the full path ran."""
+
+    __slots__ = ()
+
+
+def state_of(slot: dict[Hashable, Any], request: Request) -> Prepared:
+    """The :class:`Prepared` of ``request``'s program in ``slot`` (a :class:`Slot`, or
+    the plain dict of a caller that calls the engine directly), made from a scan of its
+    leaves on its first call; threads racing here share the first one stored."""
+    key = (SLOT, request.primitive, request.batched, request.info.wants_outputs)
+    state: Prepared | None = slot.get(key)
+    if state is None:
+        state = slot.setdefault(key, Prepared(scan(request.leaves, request.active)))
+    return state
 
 
 def compiled(

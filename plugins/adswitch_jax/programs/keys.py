@@ -28,21 +28,25 @@ WIDE = frozenset(np.dtype(t) for t in ("float64", "int64", "uint64", "complex128
 
 
 def structure_of(info: CallInfo) -> Hashable:
-    """The front end's cache key less the user's function (``CallInfo.structure_key``):
-    the argument structure, ties, activity, constant leaf values and operator a program is
-    specialised to. The engine identifies the function itself by what it is
-    (:mod:`adswitch_jax.closures.captures`), so that a new function object computing the same
-    thing finds the program. A caller that gives no structure key (an engine called
-    directly) is keyed by its whole ``cache_key``: correct, only not shared between
+    """What a program is specialised to besides the function and the leaves
+    (``CallInfo.structure.key``): the argument structure, ties, activity, constant leaf
+    values and operator. The engine identifies the function itself by what it is
+    (:mod:`adswitch_jax.closures.captures`), so that a new function object computing the
+    same thing finds the program. A caller that gives only the deprecated ``cache_key``
+    (an engine called directly) is keyed by it whole: correct, only not shared between
     look-alike functions.
 
     Example:
-        >>> structure_of(CallInfo(cache_key=(len, "args"), structure_key=("args",)))
+        >>> from adswitch.spec import Structure
+        >>> structure_of(CallInfo(structure=Structure(key=("args",), func=len)))
         ('args',)
         >>> structure_of(CallInfo(cache_key=(len, "args")))
         (<built-in function len>, 'args')
     """
-    if info.structure_key is not None:
+    structure = info.structure
+    if structure is not None:
+        return structure.key
+    if info.structure_key is not None:  # (deprecated fields, from a direct caller)
         return info.structure_key
     return info.cache_key
 
