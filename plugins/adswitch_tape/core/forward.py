@@ -9,19 +9,63 @@ rule is the same linear map transposed, so it needs nothing more (``rules/forwar
 Tangents may carry leading batch axes (``BATCH``, as in the backward sweep): every
 tangent has shape ``batch + value.shape``. Tangent rules are written with primitives,
 so an enclosing call records them: forward over reverse, reverse over forward, any order.
+
+A tangent whose last reader is the running rule and that nothing else holds (a large
+plain array owning its memory, no other slot, view or caller referring to it) is
+*donated* to that rule (:data:`DONATED`): the rules of the hottest primitives write
+their result into its memory instead of a fresh temporary -- the same numbers, computed
+by the same ufuncs, without the page faults a large temporary costs.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from adswitch.errors import UnsupportedError
 
-from .sweep import BATCH
+from .sweep import BATCH, IN_PLACE_FROM
 from .trace import Trace
 
-__all__ = ["NoTangentRule", "forward"]
+__all__ = ["DONATED", "NoTangentRule", "forward"]
+
+
+class _Donated(threading.local):
+    """The ids of the argument tangents donated to the tangent rule running in this
+    thread (empty outside a forward sweep)."""
+
+    ids: frozenset[int] = frozenset()
+
+
+DONATED = _Donated()
+"""``DONATED.ids``: the argument tangents the running tangent rule may overwrite."""
+
+
+def _alone() -> int:
+    """``sys.getrefcount`` of an array held by one local only, measured (it varies
+    across Pythons)."""
+    a = np.empty(1)
+    return sys.getrefcount(a)
+
+
+_ALONE = _alone()
+
+
+def _owned(t: Any, held: int) -> bool:
+    """Whether the tangent ``t``, just dropped from the sweep's slots, is a large plain
+    array that owns its memory and that nothing but the caller's local and ``held``
+    known references refer to."""
+    return (
+        type(t) is np.ndarray
+        and t.size >= IN_PLACE_FROM
+        and t.base is None
+        and t.flags.writeable
+        and sys.getrefcount(t) == _ALONE + 1 + held  # + the argument of this call
+    )
 
 
 class NoTangentRule(UnsupportedError):
@@ -79,11 +123,18 @@ def forward(
                 needed[k] = True
                 if last[k] == n:
                     last[k] = i
+    # Off every path to a wanted slot (the loss of a differentiated gradient): the saved
+    # values go now, before the tangents take their memory (after the scan, which may
+    # raise with the tape untouched).
+    for i in range(n):
+        if not needed[i]:
+            tape[i] = None
     for j in wanted:
         last[j] = n
     start = min(leaves, default=n)
-    previous = BATCH.axes
+    previous, donated = BATCH.axes, DONATED.ids
     BATCH.axes = batch
+    none: frozenset[int] = frozenset()
     try:
         for i in range(start, n):
             if not needed[i]:
@@ -92,13 +143,16 @@ def forward(
             if entry is None:
                 continue
             p, args, ans, kw, parents = entry
+            gift = none
             if isinstance(parents, int):
                 t = pushed[parents]
                 if t is None:
                     continue
-                ts: tuple[Any, ...] = (t,) if len(args) == 1 else (t, *_NONES[len(args) - 1])
                 if last[parents] == i:
                     pushed[parents] = None
+                    if _owned(t, 0):
+                        gift = frozenset((id(t),))
+                ts: tuple[Any, ...] = (t,) if len(args) == 1 else (t, *_NONES[len(args) - 1])
             else:
                 ts = tuple([None if k is None else pushed[k] for k in parents])
                 for t in ts:
@@ -108,12 +162,20 @@ def forward(
                     continue
                 for k in parents:
                     if k is not None and last[k] == i:
-                        pushed[k] = None
+                        t = pushed[k]
+                        if t is not None:  # (None: k is read twice, already dropped)
+                            pushed[k] = None
+                            if _owned(t, 1):  # (+ ts; an array read twice is held twice)
+                                gift = gift | {id(t)}
+                t = None
             tape[i] = None
             rule = p.jvp
+            DONATED.ids = gift
             pushed[i] = rule(ts, ans, *args, **kw) if kw else rule(ts, ans, *args)
+            DONATED.ids = none
     finally:
         BATCH.axes = previous
+        DONATED.ids = donated
     return {j: pushed[j] for j in wanted}
 
 

@@ -9,6 +9,11 @@ written with primitives, so that an enclosing call records them.
 The Jacobian of a one-argument elementwise function is diagonal, so its tangent rule
 *is* its gradient rule applied to the tangent: those are taken from the gradient table
 (``elementwise``). Non-smooth points get the gradient rules' choices.
+
+The rules of ``multiply``, ``add``, ``subtract`` and ``negative`` write into a tangent the
+forward sweep donated (``core.DONATED``: its last reader, nothing else holds it) and
+into their own fresh temporaries, where the result has that array's shape and dtype:
+the same ufuncs on the same operands, so the same numbers, with fewer large temporaries.
 """
 
 from __future__ import annotations
@@ -17,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from ..core import raw
+from ..core import DONATED, IN_PLACE_FROM, raw
 from ..recording import PRIMS, defjvp
 from . import elementwise as E
 from . import primitives as P
 from .helpers import align, broadcast_shape, const, shape_of, tie_weight
 
 _DIAGONAL = (
-    P.negative, P.positive, P.abs, P.exp, P.expm1, P.log, P.log1p, P.log2, P.log10, P.sqrt,
+    P.positive, P.abs, P.exp, P.expm1, P.log, P.log1p, P.log2, P.log10, P.sqrt,
     P.square, P.sin, P.cos, P.tan, P.sinh, P.cosh, P.tanh, P.asin, P.acos, P.atan, P.asinh,
     P.acosh, P.atanh,
 )  # fmt: skip
@@ -38,6 +43,48 @@ def _diagonal(prim: Any) -> None:
 
 for _prim in _DIAGONAL:
     _diagonal(_prim)
+
+
+def _into(t: Any, other: Any) -> bool:
+    """Whether ``t`` op ``other`` may be written into ``t``'s memory: ``t`` was donated
+    to the running rule, ``other`` is a plain array or Python number, and the result
+    has ``t``'s shape and dtype."""
+    if id(t) not in DONATED.ids:
+        return False
+    if type(other) is np.ndarray:
+        if other.shape != t.shape and np.broadcast_shapes(t.shape, other.shape) != t.shape:
+            return False
+    elif type(other) is not float and type(other) is not int:
+        return False
+    return bool(np.result_type(t, other) == t.dtype)
+
+
+def _times(t: Any, other: Any) -> Any:
+    """``t * other``, into ``t``'s memory where :func:`_into` allows it."""
+    if _into(t, other):
+        return np.multiply(t, other, out=t)
+    return t * other
+
+
+def _fresh_sum(a: Any, b: Any) -> Any:
+    """``a + b`` for a fresh (or donated) ``a``: into ``a``'s memory when both are large
+    plain arrays of one shape and ``a``'s dtype is the sum's."""
+    if (
+        type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and a.size >= IN_PLACE_FROM
+        and a.shape == b.shape
+        and a.dtype == np.result_type(a, b)
+    ):
+        return np.add(a, b, out=a)
+    return a + b
+
+
+def _negative_jvp(ts: tuple[Any, ...], ans: Any, x: Any) -> Any:
+    t = ts[0]
+    if id(t) in DONATED.ids:  # (a donated tangent is a plain array)
+        return np.negative(t, out=t)
+    return -t
 
 
 def _shape(x: Any, y: Any) -> tuple[int, ...]:
@@ -79,7 +126,12 @@ def _add_jvp(ts: tuple[Any, ...], ans: Any, xs: Any, ys: Any) -> Any:
         return align(tx, shape)
     if tx is None:
         return align(ty, shape)
-    return align(tx, shape) + align(ty, shape)
+    a, b = align(tx, shape), align(ty, shape)
+    if _into(a, b):
+        return np.add(a, b, out=a)
+    if _into(b, a):
+        return np.add(a, b, out=b)
+    return a + b
 
 
 def _subtract_jvp(ts: tuple[Any, ...], ans: Any, xs: Any, ys: Any) -> Any:
@@ -88,8 +140,14 @@ def _subtract_jvp(ts: tuple[Any, ...], ans: Any, xs: Any, ys: Any) -> Any:
     if ty is None:
         return align(tx, shape)
     if tx is None:
-        return -align(ty, shape)
-    return align(tx, shape) - align(ty, shape)
+        b = align(ty, shape)
+        return np.negative(b, out=b) if id(b) in DONATED.ids else -b
+    a, b = align(tx, shape), align(ty, shape)
+    if _into(a, b):
+        return np.subtract(a, b, out=a)
+    if _into(b, a):
+        return np.subtract(a, b, out=b)
+    return a - b
 
 
 def _multiply_jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
@@ -102,8 +160,10 @@ def _multiply_jvp(ts: tuple[Any, ...], ans: Any, x: Any, y: Any) -> Any:
         if ty is not None and ys != shape:
             ty = align(ty, shape)
     if ty is None:
-        return tx * y
-    return ty * x if tx is None else tx * y + ty * x
+        return _times(tx, y)
+    if tx is None:
+        return _times(ty, x)
+    return _fresh_sum(_times(tx, y), _times(ty, x))
 
 
 def _pow_dy(ty: Any, x: Any, y: Any, ans: Any) -> Any:
@@ -145,6 +205,7 @@ def _where_jvp(ts: tuple[Any, ...], ans: Any, c: Any, x: Any, y: Any) -> Any:
     return P.where(c, a, b)
 
 
+defjvp(P.negative, _negative_jvp)
 defjvp(P.add, _add_jvp)
 defjvp(P.subtract, _subtract_jvp)
 defjvp(P.multiply, _multiply_jvp)
