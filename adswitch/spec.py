@@ -44,7 +44,7 @@ An engine that calls ``fn`` several times (finite differences, a retrace) must m
 mutating ``f`` leaves the caller's arrays as one plain call would.
 
 Example (a forward-difference engine with one primitive, runnable as it stands --
-``tests/test_api_engine_contract.py`` runs it; ``plugins/adswitch_fd`` is the complete
+``tests/front/test_api_engine_contract.py`` runs it; ``plugins/adswitch_fd`` is the complete
 order-4 version, with kinks detected, ``examples/adswitch-dual`` a true forward mode)::
 
     import copy

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from fd_engine import FiniteDifferenceBackend
-
 from adswitch import registry
+from tests.support.fd_engine import FiniteDifferenceBackend
 
 
 @pytest.fixture

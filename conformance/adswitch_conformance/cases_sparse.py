@@ -99,8 +99,8 @@ def _matrix(x: Any) -> Any:  # a (3, 4) input: periodic neighbours along the las
 def _brusselator(u: Any, n: int) -> Any:
     """``adswitch.sparse.examples.brusselator`` with its ``xp.roll`` written as
     :func:`_shift` (the dual engine has no ``roll``). A copy, not an import: the suite uses
-    only adswitch's public API, as a third party's would (tests/test_sparse_blocks.py
-    checks the two agree)."""
+    only adswitch's public API, as a third party's would
+    (tests/concerns/sparse/test_sparse_blocks.py checks the two agree)."""
     xp = _xp(u)
     alpha = 10.0 * (n - 1) ** 2 / 10.0
     grid = xp.reshape(u, (n, n, 2))

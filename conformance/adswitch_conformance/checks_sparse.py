@@ -79,7 +79,7 @@ def sparse_under(case: Case, kind: str, caller: Any) -> tuple[str | None, Any]:
     differentiated bare array (the engine decompresses the traced pushforwards: jax's
     ``sparse_gather``);
     everything else builds its matrices on the host (refused there with a
-    ``UsageError``, which ``tests/test_sparse_refusals.py`` checks). ``check=True``
+    ``UsageError``, which ``tests/concerns/sparse/test_sparse_refusals.py`` checks). ``check=True``
     compares with the dense values, which a trace has not: inside the transform the
     case runs with ``check=False``, its result still checked against the reference here.
     """

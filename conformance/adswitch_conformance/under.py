@@ -33,6 +33,7 @@ the transform (what adswitch cannot do there, said with its fix) is ``unsupporte
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -149,20 +150,36 @@ def chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def raised_in_case(exc: BaseException, engine_dirs: tuple[str, ...]) -> bool:
-    """Whether the last frame outside the engine (files under one of ``engine_dirs``,
-    e.g. ``"/jax/"``) that led to ``exc`` is a case's own code (the catalogue's, a
-    test's) -- not adswitch's front end or engine plugins."""
+def raised_in_case(exc: BaseException, engine_packages: tuple[str, ...]) -> bool:
+    """Whether the last frame outside the engine (the installed folders of the
+    top-level ``engine_packages``, e.g. ``("jax", "jaxlib")``) that led to ``exc`` is a
+    case's own code (the catalogue's, a test's) -- not adswitch's front end or engine
+    plugins.
+
+    The folders come from the imported packages themselves: a name fragment such as
+    ``"/torch/"`` would also match a user's or a test's own folder of that name.
+    """
+    roots = _package_roots(engine_packages)
     last = ""
     tb = exc.__traceback__
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
-        if not any(d in name for d in engine_dirs):
+        if not any(name.startswith(root) for root in roots):
             last = name
         tb = tb.tb_next
     folders = last.split("/")[:-1]
     ours = [f for f in folders if f == "adswitch" or f.startswith("adswitch_")]
     return bool(last) and all(f == "adswitch_conformance" for f in ours)
+
+
+def _package_roots(packages: tuple[str, ...]) -> tuple[str, ...]:
+    """The folders (ending in ``/``) that the imported ``packages`` load from."""
+    roots: list[str] = []
+    for package in packages:
+        module = sys.modules.get(package)
+        for folder in getattr(module, "__path__", None) or ():
+            roots.append(str(folder).replace("\\", "/").rstrip("/") + "/")
+    return tuple(roots)
 
 
 def _adapter(backend: str) -> Any:

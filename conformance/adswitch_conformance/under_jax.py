@@ -24,7 +24,7 @@ from .under import Skip, chain, raised_in_case, same_rows
 __all__ = ["KINDS", "call"]
 
 KINDS = ("jit", "vmap")
-_ENGINE_DIRS = ("/jax/", "/jaxlib/")
+_ENGINE_PACKAGES = ("jax", "jaxlib")
 _UNTRACEABLE = (
     "ConcretizationTypeError",
     "TracerBoolConversionError",
@@ -128,7 +128,7 @@ def _untraceable(exc: BaseException) -> str | None:
     adswitch's code, or any other, is no reason to skip)."""
     for current in chain(exc):
         name = type(current).__name__
-        if name in _UNTRACEABLE and raised_in_case(current, _ENGINE_DIRS):
+        if name in _UNTRACEABLE and raised_in_case(current, _ENGINE_PACKAGES):
             return "the case's function needs a concrete value of a traced input"
         if isinstance(current, TypeError) and "not a valid JAX type" in str(current):
             return "a result (aux or output) is not a jax type"

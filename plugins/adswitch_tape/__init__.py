@@ -1,7 +1,7 @@
 """adswitch's built-in engine, ``backend="tape"``: reverse and forward mode over numpy,
 batched, any order.
 
-Layers, bottom up; a module imports only from layers below it (``tests/test_layers.py``):
+Layers, bottom up; a module imports only from layers below it (``tests/front/test_layers.py``):
     1. ``core/``      -- trace levels and tapes (``trace``), the bare traced node
        :class:`Tracer` with view syncing (``node``), the backward sweeps (``sweep``: one
        loss, or many outputs at once, batched, optionally keeping the tape) and the

@@ -44,7 +44,7 @@ class Prim:
     pass frees intermediates the backward pass never reads, as plain numpy would):
     ``keep_ans`` -- the rules read the output; ``keep_args`` -- ``"values"`` (the rules
     read the arguments), ``"shapes"`` (only their shapes: the entry holds shape tuples)
-    or ``"none"`` (the entry holds ``None`` per argument). ``tests/test_tape_rules.py``
+    or ``"none"`` (the entry holds ``None`` per argument). ``tests/engines/tape/test_tape_rules.py``
     checks all three flags against the rules.
     """
 
@@ -301,7 +301,8 @@ def nary(
 
 _PRIMS: dict[Callable[..., Any], Prim] = {}
 PRIMS = MappingProxyType(_PRIMS)
-"""Every primitive, by its function (read-only: ``tests/test_tape_rules.py`` walks it)."""
+"""Every primitive, by its function (read-only: ``tests/engines/tape/test_tape_rules.py``
+walks it)."""
 
 
 def _register(p: Prim, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -129,6 +129,14 @@ def _as_jax(values: Sequence[Any], dtypes: Sequence[Any], batched: bool) -> tupl
     return tuple(jnp.asarray(v, dtype=d) for v, d in zip(values, dtypes))
 
 
+def _primal_dtype(primal: Any) -> Any:
+    """The dtype ``jax.jvp`` wants for ``primal``'s tangent: an array's own dtype (a
+    weakly typed float32 stays float32 with ``jax_enable_x64`` on, where
+    ``jnp.result_type`` would widen it), jax's default for a Python number."""
+    dtype = getattr(primal, "dtype", None)
+    return dtype if dtype is not None else jnp.result_type(primal)
+
+
 def vjp(
     fn: Any, leaves: Sequence[Any], active: Sequence[bool], semantics: bool | None
 ) -> tuple[list[Any], Any, EagerPullback]:
@@ -164,7 +172,7 @@ def jvp(
     """``(output leaves, output tangents)`` with ``jax.jvp`` (``jax.vmap`` for batches)."""
     run = _Run(fn, leaves, active, semantics, forward=True)
     primals = run.primals()
-    cast = _as_jax(tangents, [jnp.result_type(p) for p in primals], batched)
+    cast = _as_jax(tangents, [_primal_dtype(p) for p in primals], batched)
     outputs = run.differentiable()
     if not batched:
         _, out_tangents, arrays = jax.jvp(outputs, primals, cast, has_aux=True)

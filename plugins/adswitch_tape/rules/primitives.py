@@ -3,7 +3,7 @@
 Everything else in the namespace is composed of these. Their gradient rules are in the
 tables beside this module (``elementwise``, ``shapes``, ``reductions``, ``linalg/``); their
 Array API signatures (defaults, validation) in the namespace (``adswitch_tape.xp``).
-Each primitive's ``keep_*`` flags say what its rules read; ``tests/test_tape_rules.py``
+Each primitive's ``keep_*`` flags say what its rules read; ``tests/engines/tape/test_tape_rules.py``
 checks them against the rules.
 """
 
@@ -22,7 +22,7 @@ from .indexing import is_basic_key as is_basic_key
 
 # -- elementwise, one argument ---------------------------------------------------------
 # ``keep_x=False``/``keep_ans=False``/``keep_args="shapes"``: the rules never read that
-# value, so the tape does not keep it alive (``tests/test_tape_rules.py`` checks them).
+# value, so the tape does not keep it alive (``tests/engines/tape/test_tape_rules.py`` checks them).
 negative = unary("negative", np.negative, saves=False, keep_x=False, keep_ans=False)
 positive = unary("positive", np.positive, saves=False, keep_x=False, keep_ans=False)
 abs = unary("abs", np.abs, keep_ans=False)

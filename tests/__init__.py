@@ -1,0 +1,1 @@
+"""adswitch's tests, by concern (see tests/README.md)."""

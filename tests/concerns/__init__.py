@@ -1,0 +1,1 @@
+"""Cross-engine concerns, each test parametrised over the engines it holds for."""

@@ -1,0 +1,1 @@
+"""Derivatives at kinks and infinite slopes: the convention, on every engine."""

@@ -1,0 +1,1 @@
+"""Linear algebra at degenerate points (repeated eigen/singular values, singular matrices)."""

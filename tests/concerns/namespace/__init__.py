@@ -1,0 +1,1 @@
+"""The Array API namespaces: array methods, numpy names."""

@@ -1,0 +1,1 @@
+"""Never a silently wrong number: stale captures, caller arrays, foreign arrays, fuzzing."""

@@ -1,0 +1,1 @@
+"""Sparse Jacobians and Hessians: detection, coloring, compressed evaluation, results."""

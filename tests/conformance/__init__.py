@@ -1,0 +1,1 @@
+"""The shipped conformance suite's own machinery (runner, CLI, references, catalogue)."""

@@ -1,0 +1,1 @@
+"""Engine-only behaviour, one package per engine."""

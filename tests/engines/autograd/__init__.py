@@ -1,0 +1,1 @@
+"""The HIPS autograd engine only."""

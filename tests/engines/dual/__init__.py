@@ -1,0 +1,1 @@
+"""The example third-party engine (examples/adswitch-dual)."""

@@ -1,0 +1,1 @@
+"""The finite-difference engine."""

@@ -1,0 +1,1 @@
+"""The jax engine only (jit, vmap, caches, pytrees, nnx...)."""

@@ -1,0 +1,1 @@
+"""The torch engine only (torch.func, torch.compile, modules, DDP...)."""

@@ -1,0 +1,1 @@
+"""Code nobody here wrote (scipy, scikit-learn) run on traced arrays."""
