@@ -15,7 +15,7 @@ import numpy as np
 
 from adswitch.sparse.tracer import _sp
 
-__all__ = ["color_columns", "color_rows", "n_colors"]
+__all__ = ["color_columns", "color_rows", "n_colors", "structurally_symmetric"]
 
 
 def n_colors(colors: np.ndarray) -> int:
@@ -57,6 +57,20 @@ def _lower_bound(p: Any) -> int:
 def color_rows(pattern: Any) -> np.ndarray:
     """Per row, its color: rows sharing a column get different colors."""
     return color_columns(_sp().csr_array(pattern).T)
+
+
+def structurally_symmetric(pattern: Any) -> bool:
+    """Whether the pattern is square and equal to its transpose -- then its rows' colors
+    are its columns' (the same greedy on the same conflicts), and coloring both sides
+    once is enough (a PDE stencil's Jacobian, the Brusselator's: half the coloring time)."""
+    sp = _sp()
+    p = sp.csr_array(pattern, dtype=bool)
+    if p.shape[0] != p.shape[1]:
+        return False
+    p.sum_duplicates()  # (canonical: sorted, unique; the transpose's tocsr is too)
+    t = sp.csr_array(p.T)
+    t.sum_duplicates()
+    return bool(np.array_equal(p.indptr, t.indptr) and np.array_equal(p.indices, t.indices))
 
 
 def _greedy(order: np.ndarray, indptr: list[int], indices: list[int], n: int) -> np.ndarray:

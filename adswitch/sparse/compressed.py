@@ -22,11 +22,15 @@ from adswitch.errors import UsageError
 from adswitch.outputs import OutputFunction, Outputs
 from adswitch.plan import CONST, Plan
 from adswitch.results import place
-from adswitch.sparse.coloring import color_columns, color_rows, n_colors
+from adswitch.sparse.coloring import (
+    color_columns,
+    color_rows,
+    n_colors,
+    structurally_symmetric,
+)
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.detect import to_numpy
 from adswitch.sparse.native import native
-from adswitch.sparse.seeds import record, seeds_of
 from adswitch.sparse.traced import refuse, refuse_check, refuse_layout, refuse_unserved
 from adswitch.sparse.tracer import _sp
 
@@ -90,7 +94,8 @@ def setup(
         return SparseSetup(pattern, color_columns(pattern), "forward")
     if mode == "reverse" or (mode == "auto" and not can_forward):
         return SparseSetup(pattern, color_rows(pattern), "reverse")
-    cols, rows = color_columns(pattern), color_rows(pattern)
+    cols = color_columns(pattern)
+    rows = cols if structurally_symmetric(pattern) else color_rows(pattern)
     # on a tie, the cheaper side: forward, unless the engine says its forward mode costs
     # more than a reverse pass (torch's is a double backward: 1.75 vs 1.25 ms on the
     # Brusselator N = 32, where the tape's forward mode is twice as fast as its reverse)
@@ -149,8 +154,7 @@ def sparse_jacobian(
     fn = OutputFunction(f, plan, has_aux, "jacobian")
     key = ("sparse", s.mode, has_aux)
     info = derive.with_batched(started.info(f, "jacobian", key, outputs=has_aux), True)
-    record(started.prepared, s)  # (a prepared call's shortcut passes its seeds in)
-    seeds = seeds_of(s)
+    seeds = s.seeds
     c = seeds.shape[0]
     with running(engine):
         if s.mode == "forward":

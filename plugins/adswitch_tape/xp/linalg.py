@@ -5,16 +5,19 @@ Compositions of the primitives: ``matmul``, ``matrix_transpose``, ``tensordot``,
 ``matrix_norm`` and ``matrix_power``; norms at zero have gradient 0 (a subgradient, as
 ``abs`` at 0), ties in a max/min norm split evenly. ``matrix_norm`` of ord ``2``, ``-2``
 and ``'nuc'`` is the max, min and sum of the singular values (at a largest or smallest
-one repeated to rounding, the even split ``U_k V_k^T / k``: a subgradient; ``'nuc'`` at a
-rank-deficient matrix: ``U V^T``, a subgradient); their second derivatives at repeated
-or zero singular values are refused. ``matrix_power`` with ``n < 0`` is a power of ``inv``.
-``matrix_rank`` has a zero derivative. The factorizations and solvers (``cholesky``,
-``det``, ``eigh``, ``eigvalsh``, ``inv``, ``pinv``, ``qr``, ``slogdet``, ``solve``,
-``svd``, ``svdvals``) are primitives with rules of their own (``xp/decompositions.py``;
-how each handles singular matrices and repeated eigenvalues: ``rules/linalg/solvers.py``,
-``rules/linalg/factorizations.py``; at a repeated eigenvalue or singular value,
-functions of the eigen-/singular vectors are refused, symmetric functions of the values
-keep their first derivative: ``rules/linalg/spectra.py``). Part of the namespace.
+one repeated to rounding, the even split ``U_k V_k^T / k``: a subgradient); a zero
+singular value has slope 0, as ``abs`` at 0 (``'nuc'`` at a rank-deficient matrix:
+``U_r V_r^T`` over the nonzero ones, the minimum-norm subgradient and the symmetric limit the
+kinks family checks; torch, jax and autograd give the same); their second derivatives at
+repeated or zero singular values are refused. ``matrix_power`` with ``n < 0`` is a power
+of ``inv``. ``matrix_rank`` has a zero derivative. The factorizations and solvers
+(``cholesky``, ``det``, ``eigh``, ``eigvalsh``, ``inv``, ``pinv``, ``qr``, ``slogdet``,
+``solve``, ``svd``, ``svdvals``) are primitives with rules of their own
+(``xp/decompositions.py``; how each handles singular matrices and repeated eigenvalues:
+``rules/linalg/solvers.py``, ``rules/linalg/factorizations.py``; at a repeated
+eigenvalue or singular value, functions of the eigen-/singular vectors are refused,
+symmetric functions of the values keep their first derivative:
+``rules/linalg/spectra.py``). Part of the namespace.
 """
 
 from __future__ import annotations

@@ -22,29 +22,12 @@ import pytest
 
 from tests.engines.jax.test_jax_linalg import compiled
 from tests.support.linalg_regular_cases import fd_gradient, sym, xp_of
-from tests.support.singular_det_cases import (
-    SINGULAR_POINTS,
-    check_det_at_singular_matrices_first_and_second_order,
-    check_det_of_a_stack_mixing_singular_and_regular_matrices,
-    check_slogdet_at_a_singular_matrix_is_refused,
-)
 from tests.support.spectral_degenerate_cases import (
     DIAGONAL,
     REGULAR,
     REPEATED,
-    REPEATED_POINTS,
     SINGULAR,
     W43,
-    check_eigenvector_functions_of_a_stack_and_their_batched_jacobian,
-    check_functions_of_repeated_and_zero_singular_values_alone,
-    check_functions_of_singular_values_at_repeated_and_zero_ones,
-    check_functions_of_the_eigenvalues_at_a_repeated_one,
-    check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused,
-    check_functions_of_the_eigenvectors_at_regular_points_are_computed,
-    check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused,
-    check_second_derivatives_at_a_repeated_eigenvalue_are_refused,
-    check_second_derivatives_at_repeated_singular_values_are_refused,
-    check_symmetric_functions_of_repeated_eigenvalues,
     projector,
 )
 
@@ -61,62 +44,8 @@ _rng = np.random.default_rng(22)  # this file's own draws (the shared points use
 __all__ = ["compiled"]  # the fixture: every call compiles
 
 
-# -- det at singular matrices --------------------------------------------------------------
-@pytest.mark.parametrize("point", sorted(SINGULAR_POINTS))
-def test_det_at_singular_matrices_first_and_second_order(point: str) -> None:
-    check_det_at_singular_matrices_first_and_second_order(point, B)
-
-
-def test_det_of_a_stack_mixing_singular_and_regular_matrices() -> None:
-    check_det_of_a_stack_mixing_singular_and_regular_matrices(B)
-
-
-# -- eigh at a repeated eigenvalue ---------------------------------------------------------
-def test_eigenvector_functions_of_a_stack_and_their_batched_jacobian() -> None:
-    check_eigenvector_functions_of_a_stack_and_their_batched_jacobian(
-        B, r"linalg\.eig.*repeated eigenvalue.*Fix:"
-    )
-
-
-def test_symmetric_functions_of_repeated_eigenvalues() -> None:
-    check_symmetric_functions_of_repeated_eigenvalues(B)
-
-
-@pytest.mark.parametrize("f", ["projector", "eigvalsh"])
-def test_second_derivatives_at_a_repeated_eigenvalue_are_refused(f: str) -> None:
-    check_second_derivatives_at_a_repeated_eigenvalue_are_refused(f, B)
-
-
-# -- eigh and svd at repeated (and zero) values: the checks both engines share -------------
-@pytest.mark.parametrize("case", sorted(REPEATED_POINTS))
-def test_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused(case: str) -> None:
-    check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused(case, B)
-
-
-def test_functions_of_the_eigenvectors_at_regular_points_are_computed() -> None:
-    check_functions_of_the_eigenvectors_at_regular_points_are_computed(B)
-
-
-def test_functions_of_the_eigenvalues_at_a_repeated_one() -> None:
-    check_functions_of_the_eigenvalues_at_a_repeated_one(B)
-
-
-def test_functions_of_repeated_and_zero_singular_values_alone() -> None:
-    check_functions_of_repeated_and_zero_singular_values_alone(B)
-
-
-def test_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused() -> None:
-    check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused(B)
-
-
-def test_functions_of_singular_values_at_repeated_and_zero_ones() -> None:
-    check_functions_of_singular_values_at_repeated_and_zero_ones(B)
-
-
-def test_second_derivatives_at_repeated_singular_values_are_refused() -> None:
-    check_second_derivatives_at_repeated_singular_values_are_refused(B)
-
-
+# (the checks torch's rules share: test_linalg_degenerate_shared.py)
+# -- svd's complete factors ----------------------------------------------------------------
 def test_full_matrices_of_a_non_square_matrix_are_refused_with_the_fix() -> None:
     tall = np.linalg.qr(_rng.standard_normal((4, 3)))[0] * np.array([3.0, 2.0, 1.0])
 
@@ -136,10 +65,6 @@ def first_columns_reduced(x: Any) -> Any:
 
 
 # -- derivatives that do not exist ---------------------------------------------------------
-def test_slogdet_at_a_singular_matrix_is_refused() -> None:
-    check_slogdet_at_a_singular_matrix_is_refused(B)
-
-
 @pytest.mark.parametrize(
     ("mode", "a"),
     [

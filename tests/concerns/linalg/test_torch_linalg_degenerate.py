@@ -20,10 +20,6 @@ import pytest
 
 from tests.support.linalg_regular_cases import fd_gradient, sym, xp_of
 from tests.support.singular_det_cases import (
-    SINGULAR_POINTS,
-    check_det_at_singular_matrices_first_and_second_order,
-    check_det_of_a_stack_mixing_singular_and_regular_matrices,
-    check_slogdet_at_a_singular_matrix_is_refused,
     cofactors,
     det,
     det_hessian,
@@ -31,22 +27,11 @@ from tests.support.singular_det_cases import (
 from tests.support.spectral_degenerate_cases import (
     REGULAR,
     REPEATED,
-    REPEATED_POINTS,
     ROTATION,
     SINGULAR,
     TALL_RANK_TWO,
     W43,
     C,
-    check_eigenvector_functions_of_a_stack_and_their_batched_jacobian,
-    check_functions_of_repeated_and_zero_singular_values_alone,
-    check_functions_of_singular_values_at_repeated_and_zero_ones,
-    check_functions_of_the_eigenvalues_at_a_repeated_one,
-    check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused,
-    check_functions_of_the_eigenvectors_at_regular_points_are_computed,
-    check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused,
-    check_second_derivatives_at_a_repeated_eigenvalue_are_refused,
-    check_second_derivatives_at_repeated_singular_values_are_refused,
-    check_symmetric_functions_of_repeated_eigenvalues,
     polar,
     projector,
     trace_of_eigvalsh,
@@ -72,16 +57,8 @@ def weighted_svd(x: Any, h: Any) -> Any:
     return xp.sum((u * h(s)[None, :]) @ vh * xp.asarray(W43[:m, :n]))
 
 
+# (the checks jax's rules share: test_linalg_degenerate_shared.py)
 # -- det at singular matrices --------------------------------------------------------------
-@pytest.mark.parametrize("point", sorted(SINGULAR_POINTS))
-def test_det_at_singular_matrices_first_and_second_order(point: str) -> None:
-    check_det_at_singular_matrices_first_and_second_order(point, B)
-
-
-def test_det_of_a_stack_mixing_singular_and_regular_matrices() -> None:
-    check_det_of_a_stack_mixing_singular_and_regular_matrices(B)
-
-
 def test_third_derivative_of_det_at_a_singular_matrix_is_refused() -> None:
     def hessian_entry(x: Any) -> Any:
         (h,) = ad.gradient(lambda y: ad.gradient(det, y)[0][0, 1], x)
@@ -99,16 +76,6 @@ def hessian_entry_numpy(x: Any) -> Any:
 
 
 # -- eigh at a repeated eigenvalue ---------------------------------------------------------
-def test_eigenvector_functions_of_a_stack_and_their_batched_jacobian() -> None:
-    check_eigenvector_functions_of_a_stack_and_their_batched_jacobian(
-        B, r"linalg\.eigh .*repeated eigenvalue.*Fix:"
-    )
-
-
-def test_symmetric_functions_of_repeated_eigenvalues() -> None:
-    check_symmetric_functions_of_repeated_eigenvalues(B)
-
-
 @pytest.mark.parametrize(
     "f",
     [
@@ -126,41 +93,7 @@ def test_functions_the_dropped_terms_are_not_exact_for_are_refused(f: Any) -> No
         ad.gradient(f, REPEATED.copy(), backend=B)
 
 
-@pytest.mark.parametrize("f", ["projector", "eigvalsh"])
-def test_second_derivatives_at_a_repeated_eigenvalue_are_refused(f: str) -> None:
-    check_second_derivatives_at_a_repeated_eigenvalue_are_refused(f, B)
-
-
-# -- eigh and svd at repeated (and zero) values: the checks both engines share -------------
-@pytest.mark.parametrize("case", sorted(REPEATED_POINTS))
-def test_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused(case: str) -> None:
-    check_functions_of_the_eigenvectors_at_a_repeated_eigenvalue_are_refused(case, B)
-
-
-def test_functions_of_the_eigenvectors_at_regular_points_are_computed() -> None:
-    check_functions_of_the_eigenvectors_at_regular_points_are_computed(B)
-
-
-def test_functions_of_the_eigenvalues_at_a_repeated_one() -> None:
-    check_functions_of_the_eigenvalues_at_a_repeated_one(B)
-
-
-def test_functions_of_repeated_and_zero_singular_values_alone() -> None:
-    check_functions_of_repeated_and_zero_singular_values_alone(B)
-
-
-def test_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused() -> None:
-    check_functions_of_the_singular_vectors_at_a_repeated_singular_value_are_refused(B)
-
-
-def test_functions_of_singular_values_at_repeated_and_zero_ones() -> None:
-    check_functions_of_singular_values_at_repeated_and_zero_ones(B)
-
-
-def test_second_derivatives_at_repeated_singular_values_are_refused() -> None:
-    check_second_derivatives_at_repeated_singular_values_are_refused(B)
-
-
+# -- svd at repeated (and zero) values ----------------------------------------------------
 @pytest.mark.parametrize(
     ("f", "a"),
     [
@@ -202,10 +135,6 @@ def test_full_matrices_extra_columns_are_refused_the_others_differentiated() -> 
 
 
 # -- derivatives that do not exist ---------------------------------------------------------
-def test_slogdet_at_a_singular_matrix_is_refused() -> None:
-    check_slogdet_at_a_singular_matrix_is_refused(B)
-
-
 @pytest.mark.parametrize(
     ("mode", "a", "match"),
     [

@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 import adswitch as ad
-from adswitch.sparse.coloring import color_columns, color_rows, n_colors
+from adswitch.sparse.coloring import (
+    color_columns,
+    color_rows,
+    n_colors,
+    structurally_symmetric,
+)
 from adswitch.sparse.examples import brusselator
 
 sp = pytest.importorskip("scipy.sparse")
@@ -48,6 +53,26 @@ def test_patterns_match_dense_nonzeros_and_colors_are_optimal():
         assert np.array_equal(pattern.toarray(), np.abs(dense) > 1e-8), f.__name__
         assert n_colors(color_columns(pattern)) == cols
         assert n_colors(color_rows(pattern)) == rows
+
+
+def test_a_symmetric_patterns_rows_take_its_columns_colors():
+    # (auto mode colors one side only when the pattern equals its transpose: the two
+    # colorings are then the same greedy on the same conflicts)
+    n = 6
+    pattern = ad.sparsity(brusselator, np.ones(2 * n * n), ad.Const(n))
+    assert structurally_symmetric(pattern)
+    assert np.array_equal(color_rows(pattern), color_columns(pattern))
+    x = np.random.default_rng(0).uniform(0.5, 1.5, 9)
+    assert structurally_symmetric(ad.sparsity(tridiag, x))
+    assert not structurally_symmetric(ad.sparsity(arrow_col, x))
+    assert not structurally_symmetric(sp.csr_array(np.ones((2, 3), dtype=bool)))
+    # (duplicates and unsorted columns in a user's pattern: the structure counts)
+    messy = sp.csr_array(
+        (np.ones(4, dtype=bool), np.array([1, 0, 0, 1]), np.array([0, 2, 4])), shape=(2, 2)
+    )
+    assert structurally_symmetric(messy)
+    prep = ad.prepare(ad.jacobian, arrow_col, x, sparsity="detect")
+    assert n_colors(prep.colors) == 2  # (the columns: the rows need 9)
 
 
 @pytest.mark.parametrize("mode", ["forward", "reverse", "auto"])

@@ -1,6 +1,6 @@
 """A prepared sparse Jacobian's or Hessian's shortcut on jax (``adswitch.shortcut``, the
-jax ``prepared_shortcut`` hook, the seeds as inputs of its program:
-``adswitch.sparse.seeds``) gives what the full path gives -- a ``BCOO`` equal to the dense
+jax ``prepared_shortcut`` hook, the colors' seeds constants of its program) gives what
+the full path gives to rounding -- a ``BCOO`` equal to the dense
 oracle -- or steps aside: after a captured global changed, for another shape, for a numpy
 leaf in place of a jax array, and inside ``jax.jit``. Oracles: ``jax.jacfwd`` and
 ``jax.hessian`` of the same function at the same values, and central differences."""
@@ -142,18 +142,27 @@ def test_inside_jit_the_full_path_stages_it() -> None:
     _close(jax.jit(lambda v: hess(v))(x3), jax.hessian(_rosen)(x3))
 
 
-def test_sparse_results_compare_by_structure_and_exact_values() -> None:
-    def bcoo(data: list[float], rows: list[int]) -> Any:
+def test_sparse_results_compare_by_structure_and_values_to_rounding() -> None:
+    def bcoo(data: list[float], rows: list[int], dtype: Any = jnp.float32) -> Any:
         coords = jnp.asarray([[r, 0] for r in rows], dtype=jnp.int32)
-        return sparse.BCOO((jnp.asarray(data, dtype=jnp.float32), coords), shape=(3, 2))
+        return sparse.BCOO((jnp.asarray(data, dtype=dtype), coords), shape=(3, 2))
 
     a = bcoo([1.0, 2.0], [0, 2])
     template = shortcut_template.template(a)
     assert template is not None
     assert shortcut_template.same(template, a, bcoo([1.0, 2.0], [0, 2]))
     assert not shortcut_template.same(template, a, bcoo([1.0, 2.0], [0, 1]))
-    assert not shortcut_template.same(
-        template, a, bcoo([1.0, float(np.nextafter(np.float32(2), np.float32(3)))], [0, 2])
+    assert not shortcut_template.same(template, a, bcoo([1.0, 2.0], [0, 2], jnp.float16))
+    # (one ulp: the folded seeds' rounding; 8 eps of the largest entry: a stale program)
+    one_ulp = float(np.nextafter(np.float32(2), np.float32(3)))
+    assert shortcut_template.same(template, a, bcoo([1.0, one_ulp], [0, 2]))
+    eps = float(np.finfo(np.float32).eps)
+    off = 2.0 + 2.0 * eps * (shortcut_template.ROUNDING_ULPS + 4)
+    assert not shortcut_template.same(template, a, bcoo([1.0, off], [0, 2]))
+    assert not shortcut_template.same(template, a, bcoo([1.0, float("nan")], [0, 2]))
+    assert not shortcut_template.same(template, a, bcoo([1.0, float("inf")], [0, 2]))
+    assert shortcut_template.same(
+        template, bcoo([float("nan"), 2.0], [0, 2]), bcoo([float("nan"), 2.0], [0, 2])
     )
     scipy_sparse = pytest.importorskip("scipy.sparse")
     assert shortcut_template.template(scipy_sparse.csr_array(np.eye(2))) is None

@@ -216,12 +216,22 @@ def _degenerate(s: Any) -> bool:
     return bool(close_pairs(s).any() or negligible(s).any())
 
 
+def _nonzero(s: Any) -> Any:
+    """``1.0`` per nonzero singular value, ``0.0`` per zero one (to rounding), in ``s``'s
+    dtype: a zero singular value has slope 0, as ``abs`` at 0 -- the minimum-norm
+    subgradient (``'nuc'`` at a rank-deficient matrix: ``U_r V_r^T``), and what torch's,
+    jax's and autograd's rules give."""
+    values = np.asarray(raw(s))
+    return (~negligible(values)).astype(values.dtype)
+
+
 def _svd_vjp(g: Any, ans: Any, x: Any, rows: int, name: str = "svd") -> Any:
     u, s, v = _svd_parts(ans, rows)
     gu, gs, gv = _cotangent_parts(g, rows)
     check_values(name, "singular", gs, _live_pairs(s), ans)
     if _degenerate(s):  # (the vectors are unused: their primitive refuses otherwise)
         check_concrete(name, "singular", gs, ans)
+        gs = gs * _nonzero(s)
     k = shape_of(s)[-1]
     cols = shape_of(ans)[-2] - rows - 1
     bu, bv = P.matmul_tn(u, gu), P.matmul_tn(v, gv)
@@ -253,7 +263,10 @@ def _svd_jvp(ts: Tangents, ans: Any, x: Any, rows: int, name: str = "svd") -> An
         du = du + (P.matmul(t, v) - P.matmul(u, dp)) * row(safe_reciprocal(s))
     if cols > k:
         dv = dv + (P.matmul(mT(t), u) - P.matmul(v, dpt)) * row(safe_reciprocal(s))
-    return P.concat(du, row(diagonal(dp)), dv, axis=-2)
+    ds = diagonal(dp)
+    if _degenerate(s):  # (a zero one's tangent 0, as the reverse rule's slope)
+        ds = ds * _nonzero(s)
+    return P.concat(du, row(ds), dv, axis=-2)
 
 
 defvjp(M.svd, _svd_vjp)
