@@ -28,12 +28,16 @@ then does its full path's own steps around it, without the layers in between.
   gives the same numbers or the same error as without the shortcut. The shortcut is
   then dropped and may be made again after a later full call.
 
-A sparse Jacobian's or Hessian's shortcut (``sparsity=``; an engine's own sparse matrix
-as its result, ``adswitch.shortcut_template``) traces the colors' seeds as constants of
-its program, as asdex and ``jax.jit`` of the operator do: the compiler folds them in
-(Brusselator N = 32: 1.05x asdex's Jacobian, against 1.5-1.9x with the seeds an input),
-and may then round a product and a sum as one (213 of 12,288 entries one ulp apart), so
-its values are checked against the full path's to rounding, not bit for bit.
+A sparse Jacobian's shortcut (``sparsity=``; an engine's own sparse matrix as its
+result, ``adswitch.shortcut_template``) traces the colors' seeds as constants of its
+program, as asdex and ``jax.jit`` of the operator do: the compiler folds them in
+(Brusselator N = 32: 1.0-1.3x asdex's Jacobian, against 1.5-1.9x with the seeds an
+input), and may then round a product and a sum as one (213 of 12,288 entries one ulp
+apart), so its values are checked against the full path's to rounding, not bit for bit.
+A sparse Hessian's full path records its seeds (``adswitch.sparse.seeds``), which the
+shortcut then gives the engine as one more input after the leaves: folded in, its
+forward-over-reverse program ran 6% slower (Rosenbrock n = 10,000: 1.11-1.21x asdex
+against 1.07-1.12x), and its first run equals the full path's bit for bit.
 
 A shortcut is made only when its flattening of the call's arguments gives the plan's
 leaves, object for object, and the result is made of arrays, ``None`` and tuples or
@@ -53,6 +57,8 @@ from adswitch import shortcut_template as results
 from adswitch.activity import Const
 from adswitch.outputs import loss_of
 from adswitch.plan import CONST, PLAIN, Plan
+from adswitch.sparse import seeds
+from adswitch.sparse.seeds import SEEDS
 
 __all__ = ["Shortcut", "make_shortcut"]
 
@@ -153,17 +159,22 @@ class Shortcut:
     """A prepared call's fast path (see the module docstring). Calling it gives the
     result as the full path does, or ``None`` (take the full path)."""
 
-    __slots__ = ("_args", "_build", "_run")
+    __slots__ = ("_args", "_build", "_extras", "_run")
 
-    def __init__(self, args: tuple[_Arg, ...], run: Run, template: Any) -> None:
+    def __init__(
+        self, args: tuple[_Arg, ...], run: Run, template: Any, extras: Sequence[Any] = ()
+    ) -> None:
         self._args = args
         self._run = run
         self._build = results.builder(template)
+        self._extras = list(extras)  # inputs of the engine's program after the leaves
 
     def __call__(self, args: Sequence[Any]) -> Any:
         leaves = _leaves_of(self._args, args)
         if leaves is None:
             return None
+        if self._extras:
+            leaves += self._extras
         arrays = self._run(leaves)
         if arrays is None:
             return None
@@ -236,9 +247,30 @@ def make_shortcut(
     if not all(map(lambda a, b: a is b, leaves, plan.leaves)):
         return None  # its flattening is not the plan's
 
+    # A sparse call's seeds: one more input of the program, not constants it could fold
+    # in (``adswitch.sparse.seeds``), made the leaves' kind by the engine's namespace.
+    setup = slot.get(SEEDS)
+    extras: list[Any] = []
+    if setup is not None:
+        slot = {k: v for k, v in slot.items() if k != SEEDS}  # (the engine's entries only)
+        try:
+            extras = [engine.namespace(leaves).asarray(setup.seeds)]
+        except Exception:  # (no namespace for these leaves: no shortcut)
+            return None
+        if type(extras[0]) is not type(leaves[0]):
+            return None
+    n_leaves = len(leaves)
+
     def call(values: Sequence[Any]) -> list[Any]:
         out: list[Any] = []
-        got = full(_rebuilt(specs, values))
+        if extras:
+            token = seeds.standing_in(setup, values[n_leaves])
+            try:
+                got = full(_rebuilt(specs, values[:n_leaves]))
+            finally:
+                seeds.reset(token)
+        else:
+            got = full(_rebuilt(specs, values))
         if results.template(got) != template:
             raise TypeError("the prepared call's result changed its structure")
         results.flat(template, got, out)
@@ -252,10 +284,10 @@ def make_shortcut(
         if len(results.arrays_of(template)) != sum(active):
             return None
         loss = _loss_caller(specs, f, engine)
-    run = hook(slot, f, call, leaves, active, operator, loss)
+    run = hook(slot, f, call, leaves + extras, active, operator, loss)
     if run is None:
         return None
-    made = Shortcut(specs, run, template)
+    made = Shortcut(specs, run, template, extras)
     again = made(args)
     if again is None or not results.same(template, again, result):
         return None

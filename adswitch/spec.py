@@ -220,6 +220,8 @@ class Capabilities:
             forward mode, else reverse-over-reverse. An engine whose forward mode is true
             but costs more than a second reverse pass over its own gradient -- torch's --
             says ``"reverse-over-reverse"``. Any other string is a ``UsageError``.
+            (``dataclasses.replace(caps, forward=...)`` copies the resolved value: pass
+            ``second_order=""`` with it to decide again by the new ``forward``.)
         accuracy: the relative accuracy an approximate engine promises for float64
             results (finite differences: ``1e-6``); ``None`` for exact AD (correct up to
             rounding). The conformance suite widens its tolerances to it, never below

@@ -53,8 +53,10 @@ def brusselator_jax(jnp: Any, n: int) -> Callable[[Any], Any]:
     return f
 
 
-def median_s(fn: Callable[[], Any], repeat: int = 7) -> float:
-    """Median wall time of ``repeat`` calls (for one-off work: detection + coloring)."""
+def median_s(fn: Callable[[], Any], repeat: int = 15) -> float:
+    """Median wall time of ``repeat`` calls after one untimed call (for one-off work:
+    detection + coloring; the untimed call pays each side's imports and first traces)."""
+    fn()
     times = []
     for _ in range(repeat):
         start = time.perf_counter()

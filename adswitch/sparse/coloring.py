@@ -29,20 +29,21 @@ def color_columns(pattern: Any) -> np.ndarray:
     n = p.shape[1]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    conflicts = sp.csr_array(p.T @ p)  # (columns sharing a row: its nonzeros)
-    conflicts.setdiag(0)
-    conflicts.eliminate_zeros()
-    indptr, indices = conflicts.indptr, conflicts.indices
-    degree = np.diff(indptr)
-    indptr_list, indices_list = indptr.tolist(), indices.tolist()
+    # (the degrees only: how many other columns share a row with each)
+    conflicts = sp.csr_array(p.T @ p)
+    degree = np.diff(conflicts.indptr) - (conflicts.diagonal() != 0)
+    by_column = sp.csc_array(p)
+    by_column.sort_indices()
+    indptr, rows = by_column.indptr.tolist(), by_column.indices.tolist()
+    n_rows = p.shape[0]
     # (a stable sort keeps the natural order among equal degrees)
     largest_first = np.argsort(-degree, kind="stable")
-    best = _greedy(largest_first, indptr_list, indices_list, n)
+    best = _greedy(largest_first, indptr, rows, n_rows, n)
     natural = np.arange(n)
     # (one order when they are the same -- every degree equal, as on a periodic grid's
     # stencil -- or when largest-first already needs no more than some row's columns)
     if n_colors(best) > _lower_bound(p) and not np.array_equal(largest_first, natural):
-        colors = _greedy(natural, indptr_list, indices_list, n)
+        colors = _greedy(natural, indptr, rows, n_rows, n)
         if n_colors(colors) < n_colors(best):
             best = colors
     return best
@@ -73,16 +74,22 @@ def structurally_symmetric(pattern: Any) -> bool:
     return bool(np.array_equal(p.indptr, t.indptr) and np.array_equal(p.indices, t.indices))
 
 
-def _greedy(order: np.ndarray, indptr: list[int], indices: list[int], n: int) -> np.ndarray:
-    colors = [-1] * n
-    mark = [-1] * (n + 1)  # mark[c] == v: color c is taken by a neighbour of v
+def _greedy(
+    order: np.ndarray, indptr: list[int], rows: list[int], n_rows: int, n: int
+) -> np.ndarray:
+    """Greedy distance-2 coloring of the columns in ``order``: each takes the smallest
+    color no column sharing one of its ``rows`` has yet. Read through the rows (a bit
+    mask of the colors each row holds: a column's rows, not its up to ``rows x columns``
+    conflicting columns), which colors exactly as the conflict graph's greedy does."""
+    colors = [0] * n  # 1 << color
+    held = [0] * n_rows  # the colors of the columns colored so far, per row
     for v in order.tolist():
-        for w in indices[indptr[v] : indptr[v + 1]]:
-            c = colors[w]
-            if c >= 0:
-                mark[c] = v
-        c = 0
-        while mark[c] == v:
-            c += 1
-        colors[v] = c
-    return np.asarray(colors, dtype=np.int64)
+        mine = rows[indptr[v] : indptr[v + 1]]
+        taken = 0
+        for r in mine:
+            taken |= held[r]
+        bit = ~taken & (taken + 1)  # (the lowest color not taken)
+        colors[v] = bit
+        for r in mine:
+            held[r] |= bit
+    return np.asarray([bit.bit_length() - 1 for bit in colors], dtype=np.int64)

@@ -32,6 +32,7 @@ from adswitch.sparse.compressed import gathered, joined, split_seeds
 from adswitch.sparse.detect import sparsity as detect
 from adswitch.sparse.hessian_blocks import check_dense, laid_out, single
 from adswitch.sparse.native import native, on_host, traced
+from adswitch.sparse.seeds import record, seeds_of
 from adswitch.sparse.star import star_coloring, star_gather, symmetric_pattern
 from adswitch.sparse.traced import refuse_check, serves_traced
 from adswitch.sparse.tracer import _sp
@@ -167,7 +168,8 @@ def sparse_hessian(
             f"argument(s) have {n} element(s): pass the Hessian pattern of this function, of "
             f"shape ({n}, {n}) (ad.sparsity(f, *args, of='hessian') gives it)."
         )
-    seeds = s.seeds
+    record(started.prepared, s)  # (a prepared call's shortcut passes its seeds in)
+    seeds = seeds_of(s)
     c = seeds.shape[0]
     per_leaf = split_seeds(seeds, inputs, layout)
     inner = gradient_fn(engine, f, plan)
