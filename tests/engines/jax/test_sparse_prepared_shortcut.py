@@ -1,8 +1,9 @@
 """A prepared sparse Jacobian's or Hessian's shortcut on jax (``adswitch.shortcut``, the
-jax ``prepared_shortcut`` hook, the colors' seeds constants of its program) gives what
-the full path gives to rounding -- a ``BCOO`` equal to the dense
-oracle -- or steps aside: after a captured global changed, for another shape, for a numpy
-leaf in place of a jax array, and inside ``jax.jit``. Oracles: ``jax.jacfwd`` and
+jax ``prepared_shortcut`` hook; a Jacobian's colors' seeds constants of its program, a
+Hessian's an input: ``adswitch.sparse.seeds``) gives what the full path gives to
+rounding -- a ``BCOO`` equal to the dense oracle -- or steps aside: after a captured
+global changed, for another shape, for a numpy leaf in place of a jax array, and inside
+``jax.jit``. Oracles: ``jax.jacfwd`` and
 ``jax.hessian`` of the same function at the same values, and central differences."""
 
 from __future__ import annotations
