@@ -161,7 +161,7 @@ def shortcut(
                 arrays = program(*leaves)
             except Exception:  # the full path runs it again and says what went wrong
                 return None
-            return arrays if fresh() else None  # type: ignore[no-any-return]
+            return arrays if fresh() else None
         if not fresh():
             return None
         try:
