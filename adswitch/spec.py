@@ -558,7 +558,9 @@ class Backend(Protocol):
       full path would give the same (something ``f`` reads changed, a transform is tracing,
       another shape): the full path then runs; an error of ``f`` it may raise as the full
       path would. The front end keeps a shortcut only if its first run gives the full call's
-      result exactly. jax implements it (``call`` traced once under ``jax.jit``); torch runs
+      result exactly (a sparse Jacobian's data to rounding: its seeds are constants of a
+      traced ``call``, which a compiler may fold in; a sparse Hessian's seeds come as one
+      more leaf after the others, ``adswitch.sparse.seeds``). jax implements it (``call`` traced once under ``jax.jit``); torch runs
       its full path's steps in a row with ``loss`` (``f`` runs on every call).
 
     Optional hook for sparse results (``ad.jacobian``/``ad.hessian`` with ``sparsity=``;
