@@ -560,8 +560,9 @@ class Backend(Protocol):
       path would. The front end keeps a shortcut only if its first run gives the full call's
       result exactly (a sparse Jacobian's data to rounding: its seeds are constants of a
       traced ``call``, which a compiler may fold in; a sparse Hessian's seeds come as one
-      more leaf after the others, ``adswitch.sparse.seeds``). jax implements it (``call`` traced once under ``jax.jit``); torch runs
-      its full path's steps in a row with ``loss`` (``f`` runs on every call).
+      more leaf after the others, ``adswitch.sparse.seeds``). jax implements it (``call``
+      traced once under ``jax.jit``); torch runs its full path's steps in a row with
+      ``loss`` (``f`` runs on every call).
 
     Optional hook for sparse results (``ad.jacobian``/``ad.hessian`` with ``sparsity=``;
     see ``adswitch.sparse.native``):
