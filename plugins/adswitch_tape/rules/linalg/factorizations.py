@@ -204,34 +204,48 @@ def _cotangent_parts(g: Any, rows: int) -> tuple[Any, Any, Any]:
     return u, s, part(g, slice(rows + 1, None), _ALL)
 
 
-def _live_pairs(s: Any) -> Any:
-    """The pairs of equal nonzero singular values (a zero one is a kink, as ``abs`` at
-    0: any slope is a subgradient)."""
-    live = ~negligible(s)
-    return close_pairs(s) & live[..., :, None] & live[..., None, :]
+class _Spectrum:
+    """What the svd rules read of the singular values ``s``, found once per rule call:
+    the pairs equal to rounding and the values zero to rounding."""
+
+    __slots__ = ("close", "zero")
+
+    def __init__(self, s: Any) -> None:
+        self.close = close_pairs(s)
+        self.zero = negligible(s)
+
+    @property
+    def degenerate(self) -> bool:
+        """Whether the singular vectors are not unique: a repeated or a zero value."""
+        return bool(self.close.any() or self.zero.any())
+
+    def live_pairs(self) -> Any:
+        """The pairs of equal nonzero singular values (a zero one is a kink, as ``abs``
+        at 0: its slope is set apart, :meth:`nonzero`)."""
+        live = ~self.zero
+        return self.close & live[..., :, None] & live[..., None, :]
+
+    def nonzero(self, s: Any) -> Any:
+        """``1.0`` per nonzero singular value, ``0.0`` per zero one, in ``s``'s dtype: a
+        zero singular value has slope 0, as ``abs`` at 0 -- the minimum-norm subgradient
+        (``'nuc'`` at a rank-deficient matrix: ``U_r V_r^T``), and what torch's, jax's and
+        autograd's rules give."""
+        return (~self.zero).astype(np.asarray(raw(s)).dtype)
 
 
 def _degenerate(s: Any) -> bool:
     """Whether the singular vectors are not unique: a repeated or a zero singular value."""
-    return bool(close_pairs(s).any() or negligible(s).any())
-
-
-def _nonzero(s: Any) -> Any:
-    """``1.0`` per nonzero singular value, ``0.0`` per zero one (to rounding), in ``s``'s
-    dtype: a zero singular value has slope 0, as ``abs`` at 0 -- the minimum-norm
-    subgradient (``'nuc'`` at a rank-deficient matrix: ``U_r V_r^T``), and what torch's,
-    jax's and autograd's rules give."""
-    values = np.asarray(raw(s))
-    return (~negligible(values)).astype(values.dtype)
+    return _Spectrum(s).degenerate
 
 
 def _svd_vjp(g: Any, ans: Any, x: Any, rows: int, name: str = "svd") -> Any:
     u, s, v = _svd_parts(ans, rows)
     gu, gs, gv = _cotangent_parts(g, rows)
-    check_values(name, "singular", gs, _live_pairs(s), ans)
-    if _degenerate(s):  # (the vectors are unused: their primitive refuses otherwise)
+    spectrum = _Spectrum(s)
+    check_values(name, "singular", gs, spectrum.live_pairs(), ans)
+    if spectrum.degenerate:  # (the vectors are unused: their primitive refuses otherwise)
         check_concrete(name, "singular", gs, ans)
-        gs = gs * _nonzero(s)
+        gs = gs * spectrum.nonzero(s)
     k = shape_of(s)[-1]
     cols = shape_of(ans)[-2] - rows - 1
     bu, bv = P.matmul_tn(u, gu), P.matmul_tn(v, gv)
@@ -252,8 +266,9 @@ def _svd_jvp(ts: Tangents, ans: Any, x: Any, rows: int, name: str = "svd") -> An
     cols = shape_of(ans)[-2] - rows - 1
     dp = P.matmul(P.matmul_tn(u, t), v)
     dpt = mT(dp)
-    check_tangent(name, "singular", (dp + dpt) * 0.5, _live_pairs(s), ans)
-    if _degenerate(s):
+    spectrum = _Spectrum(s)
+    check_tangent(name, "singular", (dp + dpt) * 0.5, spectrum.live_pairs(), ans)
+    if spectrum.degenerate:
         check_concrete(name, "singular", dp, ans)
     sym = gap_reciprocals(s) * (dp + dpt) * 0.5
     skew = sum_reciprocals(s) * (dp - dpt) * 0.5
@@ -264,8 +279,8 @@ def _svd_jvp(ts: Tangents, ans: Any, x: Any, rows: int, name: str = "svd") -> An
     if cols > k:
         dv = dv + (P.matmul(mT(t), u) - P.matmul(v, dpt)) * row(safe_reciprocal(s))
     ds = diagonal(dp)
-    if _degenerate(s):  # (a zero one's tangent 0, as the reverse rule's slope)
-        ds = ds * _nonzero(s)
+    if spectrum.degenerate:  # (a zero one's tangent 0, as the reverse rule's slope)
+        ds = ds * spectrum.nonzero(s)
     return P.concat(du, row(ds), dv, axis=-2)
 
 
